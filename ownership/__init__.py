@@ -1,0 +1,47 @@
+"""ownership: a model checker for KV-cache page ownership protocols.
+
+Write a protocol as a spec (see ``docs/spec-guide.md``), then check it with
+``ownership check SPEC``.  This package's top level holds what spec modules
+import; engines live in :mod:`ownership.engines` and load their solvers
+lazily, so importing a spec stays fast.
+"""
+
+from ownership.spec.model import (
+    Disabled,
+    Domain,
+    Expect,
+    Params,
+    Source,
+    Spec,
+    Values,
+    ceil_div,
+    require,
+    safe,
+    violates,
+)
+from ownership.spec.types import Bool, Enum, Int, Optional, SetOf
+from ownership.vocab.pool import Ownership, PagePool, transfer
+
+__all__ = [
+    "Bool",
+    "Disabled",
+    "Domain",
+    "Enum",
+    "Expect",
+    "Int",
+    "Optional",
+    "Ownership",
+    "PagePool",
+    "Params",
+    "SetOf",
+    "Source",
+    "Spec",
+    "Values",
+    "ceil_div",
+    "require",
+    "safe",
+    "transfer",
+    "violates",
+]
+
+__version__ = "0.1.0"

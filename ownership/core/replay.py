@@ -1,0 +1,116 @@
+"""Build traces from engine paths and replay traces through the concrete semantics.
+
+Every engine reports a path as a list of ``(action instance, picks)``;
+:func:`build_trace` re-executes it on the :class:`~ownership.spec.instance.Instance`
+and fails loudly if the path is not executable or does not end in the
+claimed violation.  :func:`replay` does the same for a saved trace file and
+says at which step and field it diverges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ownership.core.trace import Step, Trace, changed_fields
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import ActionInstance, Instance, State
+
+
+def build_trace(
+    inst: Instance,
+    path: Sequence[tuple[int, Sequence[int]]],
+    *,
+    engine: str,
+    violation: str | None,
+    deadlock: bool = False,
+) -> Trace:
+    """Execute ``path`` from the initial state and package it as a :class:`Trace`.
+
+    Raises OWN041 (internal) if a step is disabled, or if the last state does
+    not violate ``violation``: an engine must never show an unreplayed trace.
+    """
+    state = inst.init_state
+    steps: list[Step] = []
+    for i, (ai_index, picks) in enumerate(path, start=1):
+        ai = inst.action_instances[ai_index]
+        succ = inst.run_with_picks(state, ai, picks)
+        if succ is None:
+            raise OwnershipError(
+                Code.INTERNAL_REPLAY, f"{engine}: step {i} {ai.label} picks {list(picks)} is not enabled on replay"
+            )
+        state = succ.state
+        steps.append(
+            Step(ai.action.name, _display_args(inst, ai), tuple(picks), succ.events, inst.to_json(state))
+        )
+    if violation is not None and inst.holds(state, violation):
+        raise OwnershipError(
+            Code.INTERNAL_REPLAY, f"{engine}: the final state of its trace satisfies {violation} on replay"
+        )
+    return Trace(
+        spec=inst.spec.name,
+        spec_path=inst.spec.file,
+        params=dict(inst.param_values),
+        initial=inst.to_json(inst.init_state),
+        steps=tuple(steps),
+        violation=violation,
+        engine=engine,
+        extra={"deadlock": True} if deadlock else {},
+    )
+
+
+def _display_args(inst: Instance, ai: ActionInstance) -> tuple[object, ...]:
+    out: list[object] = []
+    for d, a in zip(ai.action.arg_domains, ai.args, strict=True):
+        text = inst.format_arg(d, a)
+        out.append(a if text == str(a) else text)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """What replaying a saved trace found."""
+
+    ok: bool
+    message: str
+    step: int | None = None
+    final_violation: str | None = None
+
+
+def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
+    """Re-execute ``trace`` on ``inst`` and compare every state field by field."""
+    try:
+        state: State = inst.from_json(trace.initial)
+    except ValueError as exc:
+        return ReplayOutcome(False, f"initial state: {exc}", 0)
+    if state != inst.init_state:
+        diff = changed_fields(inst.to_json(inst.init_state), trace.initial)
+        where = ", ".join(f"{k}: spec has {a!r}, trace has {b!r}" for k, a, b in diff[:3])
+        return ReplayOutcome(False, f"initial state differs: {where}", 0)
+    for i, step in enumerate(trace.steps, start=1):
+        action = inst.spec.actions.get(step.action)
+        if action is None:
+            return ReplayOutcome(False, f"step {i}: spec has no action {step.action!r}", i)
+        if len(step.args) != len(action.arg_domains):
+            return ReplayOutcome(False, f"step {i}: {step.action} takes {len(action.arg_domains)} arguments", i)
+        try:
+            args = tuple(inst.parse_arg(d, a) for d, a in zip(action.arg_domains, step.args, strict=True))
+        except ValueError as exc:
+            return ReplayOutcome(False, f"step {i}: {step.action}: {exc}", i)
+        ai = inst.find_instance(step.action, args)
+        succ = inst.run_with_picks(state, ai, step.picks)
+        if succ is None:
+            return ReplayOutcome(False, f"step {i}: {ai.label} is not enabled here (or picks {list(step.picks)} are impossible)", i)
+        got = inst.to_json(succ.state)
+        diff = changed_fields(got, dict(step.state))
+        if diff:
+            k, a, b = diff[0]
+            more = f" (and {len(diff) - 1} more fields)" if len(diff) > 1 else ""
+            return ReplayOutcome(False, f"step {i}: {ai.label}: field {k} is {a!r} on replay but {b!r} in the trace{more}", i)
+        state = succ.state
+    violated = inst.violated(state)
+    if trace.violation is not None:
+        if inst.holds(state, trace.violation):
+            return ReplayOutcome(False, f"replayed all {len(trace.steps)} steps but {trace.violation} holds at the end", len(trace.steps))
+        return ReplayOutcome(True, f"replayed {len(trace.steps)} steps: {trace.violation} is violated, as the trace says", None, trace.violation)
+    return ReplayOutcome(True, f"replayed {len(trace.steps)} steps" + (f"; final state violates {violated}" if violated else ""), None, violated)

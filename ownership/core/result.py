@@ -1,0 +1,94 @@
+"""The one result type every engine returns."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ownership.core.trace import Trace
+from ownership.errors import ExitCode
+
+
+class Verdict(enum.IntEnum):
+    """How safe the spec is known to be; ordered from worst to best."""
+
+    VIOLATED = 0
+    UNKNOWN = 1
+    BOUNDED_OK = 2
+    PROVED = 3
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self is Verdict.VIOLATED:
+            return ExitCode.VIOLATION
+        if self is Verdict.UNKNOWN:
+            return ExitCode.INCONCLUSIVE
+        return ExitCode.OK
+
+
+class StopReason(enum.Enum):
+    """Why an engine stopped; each says what was (not) covered."""
+
+    VIOLATION = "found a violation"
+    DEADLOCK = "found a deadlock"
+    EXHAUSTED = "explored every reachable state"
+    DEPTH_LIMIT = "reached the depth limit"
+    STATE_LIMIT = "reached the state limit"
+    TIME_LIMIT = "reached the time limit"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What an engine covered: distinct states, transitions, depth, time."""
+
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else float(self.states)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Verdict, stop reason, coverage and (for a violation) a replayed trace."""
+
+    spec: str
+    engine: str
+    verdict: Verdict
+    stop_reason: StopReason
+    stats: Stats
+    params: Mapping[str, int]
+    invariants: tuple[str, ...]
+    violated: str | None = None
+    trace: Trace | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return self.verdict.exit_code
+
+    def coverage(self) -> str:
+        """One sentence saying exactly what was checked."""
+        s = self.stats
+        sym = self.options.get("symmetry")
+        states = f"{s.states:,} distinct states" + (" (up to symmetry)" if sym else "")
+        scope = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        base = f"{states}, {s.transitions:,} transitions, depth {s.depth}, {s.seconds:.2f}s"
+        if self.verdict is Verdict.PROVED and self.stop_reason is StopReason.EXHAUSTED:
+            return (
+                f"all reachable states of this instance checked ({base}); "
+                f"invariants {', '.join(self.invariants)} hold for every interleaving of any length at {scope}"
+            )
+        if self.verdict is Verdict.BOUNDED_OK:
+            limit = self.options.get("limit_hit", "")
+            return f"no violation in {base}; stopped because the engine {self.stop_reason.value}{limit}: NOT exhaustive"
+        if self.verdict is Verdict.VIOLATED:
+            return f"{self.stop_reason.value} after {base}"
+        return f"{self.stop_reason.value}: {base}"

@@ -1,0 +1,170 @@
+"""The one trace type every engine returns and every renderer draws.
+
+A :class:`Trace` is an initial state followed by steps; each step names the
+action, its arguments, the nondeterministic picks it made (which free page
+went to which slot), the events it produced, and the resulting state.  States
+are stored in their named JSON form, so a trace file is readable by people
+and by other tools (see :mod:`ownership.core.itf` for ITF).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import Event
+
+TRACE_FORMAT = "ownership-trace"
+TRACE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """One transition: ``action(args)`` with ``picks``, giving ``state``."""
+
+    action: str
+    args: tuple[Any, ...]
+    picks: tuple[int, ...]
+    events: tuple[Event, ...]
+    state: Mapping[str, Any]
+
+    @property
+    def call(self) -> str:
+        """``decode_pop_preallocated(B)``."""
+        return f"{self.action}({', '.join(str(a) for a in self.args)})"
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A path through a spec's state space, usually ending in a violation."""
+
+    spec: str
+    spec_path: str | None
+    params: Mapping[str, int]
+    initial: Mapping[str, Any]
+    steps: tuple[Step, ...]
+    violation: str | None = None
+    engine: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @property
+    def states(self) -> list[Mapping[str, Any]]:
+        """Initial state and the state after each step."""
+        return [self.initial, *(s.state for s in self.steps)]
+
+    # -- JSON ---------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": TRACE_FORMAT,
+            "version": TRACE_VERSION,
+            "spec": self.spec,
+            "spec_path": self.spec_path,
+            "params": dict(self.params),
+            "engine": self.engine,
+            "violation": self.violation,
+            "initial": self.initial,
+            "steps": [
+                {
+                    "action": s.action,
+                    "args": list(s.args),
+                    "picks": list(s.picks),
+                    "events": [e.to_json() for e in s.events],
+                    "state": s.state,
+                }
+                for s in self.steps
+            ],
+            **({"extra": dict(self.extra)} if self.extra else {}),
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n"
+
+    def save(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(self.dumps(), encoding="utf-8")
+        return p
+
+    @staticmethod
+    def from_json(data: Any, source: str = "<trace>") -> Trace:
+        """Parse a trace; malformed input raises :class:`OwnershipError` (OWN020)."""
+
+        def bad(msg: str) -> OwnershipError:
+            return OwnershipError(Code.TRACE_CORRUPT, msg, source)
+
+        if not isinstance(data, dict):
+            raise bad("top level is not a JSON object")
+        if data.get("format") != TRACE_FORMAT:
+            raise bad(f"format is {data.get('format')!r}, expected {TRACE_FORMAT!r} (ITF files are for other tools)")
+        if data.get("version") != TRACE_VERSION:
+            raise bad(f"unsupported trace version {data.get('version')!r}")
+        for key, kind in (("spec", str), ("params", dict), ("initial", dict), ("steps", list)):
+            if not isinstance(data.get(key), kind):
+                raise bad(f"field {key!r} missing or not a {kind.__name__}")
+        steps: list[Step] = []
+        for i, raw in enumerate(data["steps"], start=1):
+            if not isinstance(raw, dict):
+                raise bad(f"step {i} is not an object")
+            try:
+                steps.append(
+                    Step(
+                        action=str(raw["action"]),
+                        args=tuple(raw.get("args", [])),
+                        picks=tuple(int(x) for x in raw.get("picks", [])),
+                        events=tuple(Event.from_json(e) for e in raw.get("events", [])),
+                        state=dict(raw["state"]),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise bad(f"step {i}: {type(exc).__name__}: {exc}") from None
+        params = data["params"]
+        if not all(isinstance(k, str) and isinstance(v, int) for k, v in params.items()):
+            raise bad("params must map names to integers")
+        return Trace(
+            spec=data["spec"],
+            spec_path=data.get("spec_path"),
+            params=params,
+            initial=data["initial"],
+            steps=tuple(steps),
+            violation=data.get("violation"),
+            engine=str(data.get("engine", "")),
+            extra=data.get("extra", {}) or {},
+        )
+
+    @staticmethod
+    def load(path: str | Path) -> Trace:
+        """Read a trace file; a missing or corrupt file raises OWN020 with the line."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise OwnershipError(Code.TRACE_CORRUPT, f"cannot read trace: {exc.strerror}", str(p)) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise OwnershipError(Code.TRACE_CORRUPT, f"not JSON: {exc.msg}", str(p), exc.lineno) from None
+        return Trace.from_json(data, str(p))
+
+
+def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Cells that differ between two JSON states: ``("d_queue[B]", old, new)``."""
+    out: list[tuple[str, Any, Any]] = []
+
+    def walk(prefix: str, a: Any, b: Any, keys: Sequence[str]) -> None:
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for k in a:
+                walk(prefix, a[k], b.get(k), [*keys, str(k)])
+            return
+        if a != b:
+            out.append((prefix + (f"[{', '.join(keys)}]" if keys else ""), a, b))
+
+    for name in before:
+        walk(name, before[name], after.get(name), [])
+    return out

@@ -1,0 +1,175 @@
+"""Explicit-state engine: breadth-first search over every reachable state.
+
+Breadth-first order makes the first violation found a shortest one.  States
+are deduplicated by a 64-bit fingerprint of their canonical form (see
+:mod:`ownership.engines.symmetry`); the search stores, per state, only its
+fingerprint, its parent and the step that reached it, and rebuilds the trace
+by replaying that path through the concrete semantics.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from ownership.core.replay import build_trace
+from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import Instance, State
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress report during a long search."""
+
+    states: int
+    transitions: int
+    depth: int
+    frontier: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    """Options of the explicit-state engine; ``None`` means no limit."""
+
+    max_depth: int | None = None
+    max_states: int | None = None
+    max_seconds: float | None = None
+    symmetry: bool = True
+    deadlock: bool = False
+    invariants: tuple[str, ...] | None = None
+    progress_every: float = 1.0
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
+    """Check every invariant of ``inst`` on every reachable state, breadth-first."""
+    spec = inst.spec
+    if options.invariants is not None:
+        unknown = [n for n in options.invariants if n not in spec.invariants]
+        if unknown:
+            raise OwnershipError(
+                Code.UNKNOWN_INVARIANT,
+                f"spec {spec.name} has no invariant {unknown[0]!r} (known: {', '.join(spec.invariants)})",
+            )
+        checked = [spec.invariants[n] for n in options.invariants]
+    else:
+        checked = list(spec.invariants.values())
+    names = tuple(i.name for i in checked)
+    plan = plan_symmetry(inst)
+    canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
+    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
+    notes = [plan.describe() if options.symmetry else "symmetry reduction off"]
+    opts["symmetry"] = bool(options.symmetry and (plan.permuted or plan.sorted))
+
+    view = inst.view
+    cur = view.cur
+
+    def first_violation(st: State) -> str | None:
+        cur[:] = st
+        for inv in checked:
+            if not inv.fn(view):
+                return inv.name
+        return None
+
+    ais = inst.action_instances
+    successors = inst.successors_of
+    start = time.perf_counter()
+    last_report = start
+    init = inst.init_state
+    seen: dict[int, int] = {hash(canon(init)): 0}
+    parent = array("q", [-1])
+    via_action = array("i", [-1])
+    via_picks: dict[int, tuple[int, ...]] = {}
+    transitions = 0
+
+    def finish(verdict: Verdict, reason: StopReason, depth: int, bad: str | None = None, at: int | None = None,
+               deadlock: bool = False) -> CheckResult:
+        elapsed = time.perf_counter() - start
+        trace = None
+        if at is not None:
+            path: list[tuple[int, tuple[int, ...]]] = []
+            node = at
+            while node > 0:
+                path.append((via_action[node], via_picks.get(node, ())))
+                node = parent[node]
+            path.reverse()
+            trace = build_trace(inst, path, engine="explore", violation=None if deadlock else bad, deadlock=deadlock)
+        return CheckResult(
+            spec=spec.name,
+            engine="explore",
+            verdict=verdict,
+            stop_reason=reason,
+            stats=Stats(len(parent), transitions, depth, elapsed),
+            params=dict(inst.param_values),
+            invariants=names,
+            violated=bad,
+            trace=trace,
+            options=opts,
+            notes=tuple(notes),
+        )
+
+    try:
+        bad = first_violation(init)
+    except Exception as exc:  # noqa: BLE001 - user code; re-run for the located error
+        inst.violated(init)
+        raise OwnershipError(Code.SPEC_RUNTIME, str(exc)) from None
+    if bad:
+        return finish(Verdict.VIOLATED, StopReason.VIOLATION, 0, bad, 0)
+
+    frontier: list[tuple[int, State]] = [(0, init)]
+    depth = 0
+    max_states = options.max_states
+    max_depth = options.max_depth
+    deadline = start + options.max_seconds if options.max_seconds is not None else None
+    check_deadlock = options.deadlock
+    expanded = 0
+    while frontier:
+        if max_depth is not None and depth >= max_depth:
+            return finish(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, depth)
+        nxt: list[tuple[int, State]] = []
+        for idx, st in frontier:
+            enabled = False
+            for ai in ais:
+                for sc in successors(st, ai):
+                    enabled = True
+                    transitions += 1
+                    h = hash(canon(sc.state))
+                    if h in seen:
+                        continue
+                    nid = len(parent)
+                    seen[h] = nid
+                    parent.append(idx)
+                    via_action.append(ai.index)
+                    if sc.picks:
+                        via_picks[nid] = sc.picks
+                    try:
+                        bad = first_violation(sc.state)
+                    except Exception:  # noqa: BLE001 - re-run to get the located error
+                        inst.violated(sc.state)
+                        raise
+                    if bad:
+                        return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1, bad, nid)
+                    nxt.append((nid, sc.state))
+                    if max_states is not None and len(parent) >= max_states:
+                        return finish(Verdict.BOUNDED_OK, StopReason.STATE_LIMIT, depth + 1)
+            if check_deadlock and not enabled and not inst.is_terminal(st):
+                return finish(Verdict.VIOLATED, StopReason.DEADLOCK, depth, "deadlock", idx, deadlock=True)
+            expanded += 1
+            if not expanded & 0xFF:
+                now = time.perf_counter()
+                if deadline is not None and now > deadline:
+                    return finish(Verdict.BOUNDED_OK, StopReason.TIME_LIMIT, depth)
+                if progress is not None and now - last_report >= options.progress_every:
+                    last_report = now
+                    progress(Progress(len(parent), transitions, depth, len(frontier), now - start))
+        frontier = nxt
+        if frontier:
+            depth += 1
+    return finish(Verdict.PROVED, StopReason.EXHAUSTED, depth)

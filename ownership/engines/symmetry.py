@@ -1,0 +1,171 @@
+"""Symmetry reduction: one representative per orbit of interchangeable elements.
+
+A domain declared ``symmetric=True`` promises that the spec treats its
+elements alike: no action or invariant names a particular element or orders
+them.  Then any permutation of the elements maps reachable states to
+reachable states and preserves every invariant, so the explorer may store one
+state per orbit (the standard result of Clarke, Emerson and Sistla; Ip and
+Dill).  The key computed here is the *exact* canonical form:
+
+* a symmetric domain that appears as a *value* (a request named by a page's
+  ``holders`` or ``content``) is canonicalised by trying all of its
+  permutations (so keep such domains small: at most 6 elements);
+* a symmetric domain that is only ever an *index* (pages) is canonicalised by
+  sorting its elements' rows of cells, which is exact and costs one sort
+  instead of ``n!`` permutations.  This is how 8 or more pages stay cheap.
+
+The canonicaliser is generated as Python source for each instance so the hot
+loop is a single function call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ownership.spec.instance import Instance, State
+from ownership.spec.types import Ref, RefSet
+
+MAX_PERMUTED = 6
+"""Largest value-referenced symmetric domain canonicalised by enumeration."""
+
+
+@dataclass(frozen=True)
+class SymmetryPlan:
+    """Which domains are reduced, and how."""
+
+    permuted: tuple[str, ...]
+    sorted: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    def describe(self) -> str:
+        parts = [f"{d} (all permutations)" for d in self.permuted] + [f"{d} (row sorting)" for d in self.sorted]
+        text = "symmetry over " + ", ".join(parts) if parts else "no symmetric domains"
+        for d, why in self.skipped:
+            text += f"; {d} not reduced: {why}"
+        return text
+
+
+def plan_symmetry(inst: Instance) -> SymmetryPlan:
+    """Decide how each symmetric domain of ``inst`` is reduced."""
+    spec = inst.spec
+    as_value = {v.type.refers_to() for v in spec.vars.values()} - {None}
+    permuted: list[str] = []
+    sorted_: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for d in spec.domains.values():
+        if not d.symmetric or inst.sizes[d.name] < 2:
+            continue
+        twice = any(sum(1 for x in v.index if x.name == d.name) > 1 for v in spec.vars.values())
+        if d.name in as_value or twice:
+            if inst.sizes[d.name] > MAX_PERMUTED:
+                skipped.append((d.name, f"{inst.sizes[d.name]}! permutations is too many"))
+            else:
+                permuted.append(d.name)
+        else:
+            sorted_.append(d.name)
+    return SymmetryPlan(tuple(permuted), tuple(sorted_), tuple(skipped))
+
+
+def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], Any]:
+    """A function mapping a state to a hashable key equal for all states in its orbit."""
+    if not plan.permuted and not plan.sorted:
+        return lambda st: st
+    spec = inst.spec
+    sizes = inst.sizes
+    perm_doms = list(plan.permuted)
+    sort_doms = list(plan.sorted)
+
+    # Per permutation of the permuted domains: inverse index variables and value maps.
+    per_dom_perms = [list(itertools.permutations(range(sizes[d]))) for d in perm_doms]
+    perms: list[tuple[Any, ...]] = []
+    for combo in itertools.product(*per_dom_perms):
+        entry: list[Any] = []
+        for dname, pm in zip(perm_doms, combo, strict=True):
+            n = sizes[dname]
+            inv = [0] * n
+            for old, new in enumerate(pm):
+                inv[new] = old
+            refmap: dict[Any, int] = {None: -1}
+            refmap.update({old: new for old, new in enumerate(pm)})
+            maskmap = []
+            for mask in range(1 << n):
+                m = 0
+                for old in range(n):
+                    if mask >> old & 1:
+                        m |= 1 << pm[old]
+                maskmap.append(m)
+            entry.extend(inv)
+            entry.append(refmap)
+            entry.append(tuple(maskmap))
+        perms.append(tuple(entry))
+
+    unpack: list[str] = []
+    for k, dname in enumerate(perm_doms):
+        unpack.extend(f"i{k}_{j}" for j in range(sizes[dname]))
+        unpack.append(f"R{k}")
+        unpack.append(f"M{k}")
+
+    def value_expr(vtype: Any, cell: str) -> str:
+        ref = vtype.refers_to()
+        if ref in perm_doms:
+            k = perm_doms.index(ref)
+            return f"M{k}[{cell}]" if isinstance(vtype, RefSet) else f"R{k}[{cell}]"
+        if isinstance(vtype, Ref) and vtype.optional:
+            return f"(-1 if {cell} is None else {cell})"
+        return cell
+
+    rest_exprs: list[str] = []
+    row_exprs: dict[str, list[str]] = {d: [] for d in sort_doms}
+    for v in spec.vars.values():
+        lay = inst.layouts[v.name]
+        names = [d.name for d in v.index]
+        strides = []
+        acc = 1
+        for n in reversed(lay.shape):
+            strides.append(acc)
+            acc *= n
+        strides.reverse()
+        sort_axis = next((a for a, n in enumerate(names) if n in sort_doms), None)
+        other_axes = [a for a in range(len(names)) if a != sort_axis]
+        for combo in itertools.product(*[range(lay.shape[a]) for a in other_axes]):
+            terms = [str(lay.offset)]
+            for a, j in zip(other_axes, combo, strict=True):
+                dname = names[a]
+                if dname in perm_doms:
+                    terms.append(f"i{perm_doms.index(dname)}_{j}*{strides[a]}")
+                else:
+                    terms.append(str(j * strides[a]))
+            if sort_axis is not None:
+                terms.append(f"p*{strides[sort_axis]}" if strides[sort_axis] != 1 else "p")
+                row_exprs[names[sort_axis]].append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
+            else:
+                rest_exprs.append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
+
+    lines = ["def canon(st):", "    best = None", "    for (" + ", ".join(unpack) + ",) in PERMS:"]
+    parts = ["(" + "".join(e + ", " for e in rest_exprs) + ")"]
+    for d in sort_doms:
+        row = "(" + "".join(e + ", " for e in row_exprs[d]) + ")"
+        lines.append(f"        rows_{d} = tuple(sorted([{row} for p in range({sizes[d]})]))")
+        parts.append(f"rows_{d}")
+    lines.append("        key = (" + ", ".join(parts) + ",)")
+    lines.append("        if best is None or key < best:")
+    lines.append("            best = key")
+    lines.append("    return best")
+    source = "\n".join(lines)
+    namespace: dict[str, Any] = {"PERMS": perms if perms else [()]}
+    if not perm_doms:
+        source = source.replace("    for (,) in PERMS:", "    for _ in PERMS:")
+    exec(compile(source, f"<symmetry:{spec.name}>", "exec"), namespace)  # noqa: S102 - generated from the spec layout
+    return namespace["canon"]  # type: ignore[no-any-return]
+
+
+def orbit_size_bound(inst: Instance, plan: SymmetryPlan) -> int:
+    """Largest possible orbit: the product of the reduced domains' factorials."""
+    n = 1
+    for d in (*plan.permuted, *plan.sorted):
+        n *= math.factorial(inst.sizes[d])
+    return n

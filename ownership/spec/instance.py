@@ -1,0 +1,447 @@
+"""A spec bound to concrete parameter values, and its concrete semantics.
+
+An :class:`Instance` fixes every parameter, so every domain has a size and
+every state is a flat tuple of ints/bools/None laid out variable by variable.
+It runs actions (enumerating every outcome of ``s.choose``), evaluates
+invariants, and converts states to and from their JSON form.  Every engine's
+counterexample is replayed through :meth:`Instance.successors_of` before it is
+shown: this module is the reference semantics.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ownership.errors import Code, OwnershipError, location_in
+from ownership.spec.model import Action, Disabled, Domain, Params, Spec, Values
+
+State = tuple[Any, ...]
+"""A concrete state: one flat tuple, variables laid out in declaration order."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something an action did that a picture should show (a read, a write).
+
+    ``kind`` is e.g. ``"read"``; ``fields`` hold display-ready values and
+    ``violates`` names the invariant this event breaks, if any.
+    """
+
+    kind: str
+    fields: tuple[tuple[str, Any], ...]
+    violates: str | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.fields:
+            if k == key:
+                return v
+        return default
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, **dict(self.fields)}
+        if self.violates:
+            out["violates"] = self.violates
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Event:
+        rest = {k: v for k, v in data.items() if k not in ("kind", "violates")}
+        return Event(str(data["kind"]), tuple(rest.items()), data.get("violates"))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one variable lives in the flat state tuple."""
+
+    name: str
+    offset: int
+    shape: tuple[int, ...]
+
+    @property
+    def length(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+class Field1:
+    """``s.var[i]`` for a variable indexed by one domain."""
+
+    __slots__ = ("cur", "off", "n")
+
+    def __init__(self, cur: list[Any], off: int, n: int) -> None:
+        self.cur = cur
+        self.off = off
+        self.n = n
+
+    def __getitem__(self, i: int) -> Any:
+        if not 0 <= i < self.n:
+            raise IndexError(f"index {i} out of range 0..{self.n - 1}")
+        return self.cur[self.off + i]
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        if not 0 <= i < self.n:
+            raise IndexError(f"index {i} out of range 0..{self.n - 1}")
+        self.cur[self.off + i] = value
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.cur[self.off : self.off + self.n])
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class FieldN:
+    """``s.var[i, j]`` for a variable indexed by several domains."""
+
+    __slots__ = ("cur", "off", "shape", "strides")
+
+    def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...]) -> None:
+        self.cur = cur
+        self.off = off
+        self.shape = shape
+        strides = []
+        acc = 1
+        for d in reversed(shape):
+            strides.append(acc)
+            acc *= d
+        self.strides = tuple(reversed(strides))
+
+    def _pos(self, key: tuple[int, ...]) -> int:
+        if not isinstance(key, tuple) or len(key) != len(self.shape):
+            raise IndexError(f"index with {len(self.shape)} elements, e.g. s.var[a, b]")
+        pos = self.off
+        for k, n, st in zip(key, self.shape, self.strides, strict=True):
+            if not 0 <= k < n:
+                raise IndexError(f"index {k} out of range 0..{n - 1}")
+            pos += k * st
+        return pos
+
+    def __getitem__(self, key: tuple[int, ...]) -> Any:
+        return self.cur[self._pos(key)]
+
+    def __setitem__(self, key: tuple[int, ...], value: Any) -> None:
+        self.cur[self._pos(key)] = value
+
+
+class View:
+    """The ``s`` that actions and invariants receive.
+
+    Variables are attributes (``s.d_state[r]``, ``s.clock``), parameters are
+    ``s.params.NAME``, domains are iterated with ``s.all(Req)``.  Writes go to
+    a private copy of the state, so a disabled action leaves nothing behind.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        object.__setattr__(self, "_inst", instance)
+        object.__setattr__(self, "cur", [None] * instance.width)
+        object.__setattr__(self, "params", instance.params)
+        object.__setattr__(self, "events", [])
+        object.__setattr__(self, "_picks", [])
+        object.__setattr__(self, "_counts", [])
+        object.__setattr__(self, "_prefix", ())
+        object.__setattr__(self, "_scalars", {})
+        cur = self.cur
+        for lay in instance.layouts.values():
+            if not lay.shape:
+                self._scalars[lay.name] = lay.offset
+            elif len(lay.shape) == 1:
+                object.__setattr__(self, lay.name, Field1(cur, lay.offset, lay.shape[0]))
+            else:
+                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape))
+
+    def __getattr__(self, name: str) -> Any:
+        scalars = object.__getattribute__(self, "_scalars")
+        if name in scalars:
+            return self.cur[scalars[name]]
+        raise AttributeError(f"spec has no state variable or view method {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._scalars:
+            self.cur[self._scalars[name]] = value
+            return
+        raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
+
+    # -- what spec code calls ---------------------------------------------
+    def all(self, domain: Domain) -> range:
+        """Every element of ``domain`` (as indices)."""
+        return range(self._inst.sizes[domain.name])
+
+    def size(self, domain: Domain) -> int:
+        """Number of elements of ``domain``."""
+        return self._inst.sizes[domain.name]
+
+    def name_of(self, domain: Domain, element: int | None) -> str:
+        """Display name of an element (``"-"`` for None)."""
+        return "-" if element is None else self._inst.names[domain.name][element]
+
+    def choose(self, options: Sequence[Any], label: str = "choice") -> Any:
+        """Nondeterministic choice: every option is explored as its own successor.
+
+        An empty ``options`` disables the action.
+        """
+        if not options:
+            raise Disabled
+        pos = len(self._picks)
+        idx = self._prefix[pos] if pos < len(self._prefix) else 0
+        self._picks.append(idx)
+        self._counts.append(len(options))
+        return options[idx]
+
+    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
+        """Record an event for the trace picture (reads, writes, replies)."""
+        self.events.append(Event(kind, tuple(fields.items()), violates))
+
+
+@dataclass(frozen=True)
+class ActionInstance:
+    """An action with concrete arguments, e.g. ``decode_prealloc(B)``."""
+
+    index: int
+    action: Action
+    args: tuple[int, ...]
+    label: str
+
+
+@dataclass(frozen=True)
+class Successor:
+    """One outcome of running an action instance: the new state and what it did."""
+
+    state: State
+    picks: tuple[int, ...]
+    events: tuple[Event, ...]
+
+
+class Instance:
+    """A spec with every parameter fixed: the concrete semantics engines share."""
+
+    def __init__(self, spec: Spec, overrides: Mapping[str, int] | None = None) -> None:
+        spec.validate()
+        self.spec = spec
+        values = spec.default_params()
+        for name, value in (overrides or {}).items():
+            if name not in spec.params:
+                known = ", ".join(spec.params) or "none"
+                raise OwnershipError(
+                    Code.UNKNOWN_PARAM, f"spec {spec.name} has no parameter {name!r} (known: {known})", spec.file, spec.line
+                )
+            values[name] = int(value)
+        for name, p in spec.params.items():
+            v = values[name]
+            if (p.min is not None and v < p.min) or (p.max is not None and v > p.max):
+                raise OwnershipError(
+                    Code.BAD_PARAM, f"parameter {name}={v} is outside {p.min}..{p.max}", spec.file, spec.line
+                )
+        self.param_values = values
+        self.params = Params(values)
+        self.sizes: dict[str, int] = {}
+        self.names: dict[str, list[str]] = {}
+        for d in spec.domains.values():
+            try:
+                n = d.resolve_size(self.params)
+            except Exception as exc:  # noqa: BLE001 - user code
+                raise OwnershipError(Code.BAD_PARAM, f"size of domain {d.name}: {exc}", spec.file, spec.line) from None
+            if n < 0:
+                raise OwnershipError(Code.BAD_PARAM, f"domain {d.name} has negative size {n}", spec.file, spec.line)
+            self.sizes[d.name] = n
+            self.names[d.name] = d.element_names(n)
+        self.value_sets: dict[str, list[int]] = {}
+        for vs in spec.value_sets.values():
+            self.value_sets[vs.name] = sorted(set(int(x) for x in vs.values(self.params)))
+        self.layouts: dict[str, Layout] = {}
+        off = 0
+        for v in spec.vars.values():
+            shape = tuple(self.sizes[d.name] for d in v.index)
+            lay = Layout(v.name, off, shape)
+            self.layouts[v.name] = lay
+            off += lay.length
+        self.width = off
+        self.init_state: State = tuple(
+            itertools.chain.from_iterable([v.init] * self.layouts[v.name].length for v in spec.vars.values())
+        )
+        self.action_instances: list[ActionInstance] = []
+        for act in spec.actions.values():
+            ranges = [self._arg_values(d) for d in act.arg_domains]
+            for args in itertools.product(*ranges):
+                label = self.format_call(act, args)
+                self.action_instances.append(ActionInstance(len(self.action_instances), act, tuple(args), label))
+        self.invariants = list(spec.invariants.values())
+        self.view = View(self)
+
+    # -- helpers ------------------------------------------------------------
+    def _arg_values(self, d: Domain | Values) -> list[int]:
+        if isinstance(d, Values):
+            return self.value_sets[d.name]
+        return list(range(self.sizes[d.name]))
+
+    def format_arg(self, d: Domain | Values, value: int) -> str:
+        if isinstance(d, Values):
+            return str(value)
+        return self.names[d.name][value]
+
+    def format_call(self, act: Action, args: Sequence[int]) -> str:
+        shown = ", ".join(self.format_arg(d, a) for d, a in zip(act.arg_domains, args, strict=True))
+        return f"{act.name}({shown})"
+
+    def parse_arg(self, d: Domain | Values, text: Any) -> int:
+        """Inverse of :meth:`format_arg`; raises ``ValueError``."""
+        if isinstance(d, Values):
+            if isinstance(text, bool) or not isinstance(text, int) or text not in self.value_sets[d.name]:
+                raise ValueError(f"{text!r} is not one of {self.value_sets[d.name]}")
+            return text
+        try:
+            return self.names[d.name].index(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not an element of {d.name}") from None
+
+    def find_instance(self, name: str, args: Sequence[int]) -> ActionInstance:
+        for ai in self.action_instances:
+            if ai.action.name == name and ai.args == tuple(args):
+                return ai
+        raise KeyError(name)
+
+    def _runtime_error(self, what: str, exc: Exception, file: str | None) -> OwnershipError:
+        line = location_in(file, exc) if file else None
+        return OwnershipError(
+            Code.SPEC_RUNTIME, f"{what} raised {type(exc).__name__}: {exc}", file or self.spec.file, line
+        )
+
+    # -- semantics ------------------------------------------------------------
+    def successors_of(self, state: State, ai: ActionInstance) -> list[Successor]:
+        """Every outcome of ``ai`` in ``state`` (empty if it is disabled).
+
+        Each ``s.choose`` call forks: the action is re-run from ``state`` with
+        each sequence of picks until every combination has been tried.
+        """
+        view = self.view
+        cur = view.cur
+        fn = ai.action.fn
+        args = ai.args
+        out: list[Successor] = []
+        pending: list[tuple[int, ...]] = [()]
+        while pending:
+            prefix = pending.pop()
+            cur[:] = state
+            view.events.clear()
+            picks = view._picks
+            counts = view._counts
+            picks.clear()
+            counts.clear()
+            object.__setattr__(view, "_prefix", prefix)
+            fired = True
+            try:
+                fn(view, *args)
+            except Disabled:
+                fired = False
+            except OwnershipError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - spec code is user code
+                raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
+            if picks:
+                for pos in range(len(prefix), len(picks)):
+                    for alt in range(counts[pos] - 1, 0, -1):
+                        pending.append(tuple(picks[:pos]) + (alt,))
+            if fired:
+                out.append(Successor(tuple(cur), tuple(picks), tuple(view.events)))
+        return out
+
+    def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[int]) -> Successor | None:
+        """Re-run ``ai`` with exactly these ``picks``; ``None`` if it is disabled."""
+        for succ in self.successors_of(state, ai):
+            if succ.picks == tuple(picks):
+                return succ
+        return None
+
+    def violated(self, state: State) -> str | None:
+        """Name of the first invariant ``state`` violates, or ``None``."""
+        view = self.view
+        view.cur[:] = state
+        for inv in self.invariants:
+            try:
+                ok = inv.fn(view)
+            except Exception as exc:  # noqa: BLE001
+                raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+            if not ok:
+                return inv.name
+        return None
+
+    def holds(self, state: State, invariant: str) -> bool:
+        """Whether ``state`` satisfies the named invariant."""
+        view = self.view
+        view.cur[:] = state
+        inv = self.spec.invariants[invariant]
+        try:
+            return bool(inv.fn(view))
+        except Exception as exc:  # noqa: BLE001
+            raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+
+    def is_terminal(self, state: State) -> bool:
+        """Whether the spec calls ``state`` finished (no request pending)."""
+        if self.spec.done is None:
+            return False
+        self.view.cur[:] = state
+        return bool(self.spec.done(self.view))
+
+    # -- representation -------------------------------------------------------
+    def to_json(self, state: State) -> dict[str, Any]:
+        """Named, readable form of a state: tables become dicts keyed by element name."""
+        out: dict[str, Any] = {}
+        for v in self.spec.vars.values():
+            lay = self.layouts[v.name]
+            flat = state[lay.offset : lay.offset + lay.length]
+            out[v.name] = self._nest(v.type, [self.names[d.name] for d in v.index], list(flat))
+        return out
+
+    def _nest(self, vtype: Any, axes: list[list[str]], flat: list[Any]) -> Any:
+        if not axes:
+            return vtype.to_json(flat[0], self.names)
+        head, rest = axes[0], axes[1:]
+        stride = len(flat) // max(len(head), 1)
+        return {name: self._nest(vtype, rest, flat[i * stride : (i + 1) * stride]) for i, name in enumerate(head)}
+
+    def from_json(self, data: Mapping[str, Any]) -> State:
+        """Inverse of :meth:`to_json`; raises ``ValueError`` naming the bad field."""
+        values: list[Any] = []
+        for v in self.spec.vars.values():
+            if v.name not in data:
+                raise ValueError(f"state has no field {v.name!r}")
+            values.extend(self._flatten(v.name, v.type, [self.names[d.name] for d in v.index], data[v.name]))
+        return tuple(values)
+
+    def _flatten(self, where: str, vtype: Any, axes: list[list[str]], data: Any) -> list[Any]:
+        if not axes:
+            try:
+                return [vtype.from_json(data, self.names)]
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+        if not isinstance(data, Mapping) or set(data) != set(axes[0]):
+            raise ValueError(f"{where}: expected keys {axes[0]}")
+        out: list[Any] = []
+        for name in axes[0]:
+            out.extend(self._flatten(f"{where}[{name}]", vtype, axes[1:], data[name]))
+        return out
+
+    def cells(self, state: State) -> dict[str, str]:
+        """Every scalar cell of a state, as ``{"d_state[B]": "PREALLOC"}``."""
+        out: dict[str, str] = {}
+        for v in self.spec.vars.values():
+            lay = self.layouts[v.name]
+            axes = [self.names[d.name] for d in v.index]
+            keys = list(itertools.product(*axes)) if axes else [()]
+            for k, key in enumerate(keys):
+                label = v.name + (f"[{', '.join(key)}]" if key else "")
+                out[label] = v.type.show(state[lay.offset + k], self.names)
+        return out
+
+    def diff(self, before: State, after: State) -> list[tuple[str, str, str]]:
+        """Changed cells between two states: ``(cell, old, new)``."""
+        a = self.cells(before)
+        b = self.cells(after)
+        return [(k, a[k], b[k]) for k in a if a[k] != b[k]]
+
+    def describe_params(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.param_values.items())

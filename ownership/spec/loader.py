@@ -1,0 +1,63 @@
+"""Load spec modules from files, turning every failure into a one-line error."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from ownership.errors import Code, OwnershipError, location_in
+from ownership.spec.model import Spec
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Import ``path`` and return the :class:`Spec` it defines (validated).
+
+    A syntax error, an exception while importing, a file with no ``Spec`` and
+    a spec with no invariants each raise :class:`OwnershipError` with the
+    file and line.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise OwnershipError(Code.SPEC_IMPORT, "is a directory; name a spec file", str(p))
+    if not p.exists():
+        raise OwnershipError(Code.SPEC_IMPORT, "no such spec file", str(p))
+    source = p.read_text(encoding="utf-8")
+    try:
+        compile(source, str(p), "exec")
+    except SyntaxError as exc:
+        raise OwnershipError(Code.SPEC_SYNTAX, f"syntax error: {exc.msg}", str(p), exc.lineno) from None
+    module_name = f"ownership_spec_{p.stem}_{abs(hash(str(p.resolve()))):x}"
+    spec_obj = importlib.util.spec_from_file_location(module_name, p)
+    if spec_obj is None or spec_obj.loader is None:  # pragma: no cover - only for odd paths
+        raise OwnershipError(Code.SPEC_IMPORT, "cannot import", str(p))
+    module = importlib.util.module_from_spec(spec_obj)
+    sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec_obj.loader.exec_module(module)
+    except OwnershipError as exc:
+        if exc.file is None:
+            exc.file = str(p)
+        raise
+    except Exception as exc:  # noqa: BLE001 - spec code is user code
+        sys.modules.pop(module_name, None)
+        raise OwnershipError(
+            Code.SPEC_IMPORT, f"{type(exc).__name__}: {exc}", str(p), location_in(p, exc)
+        ) from None
+    found = [v for v in vars(module).values() if isinstance(v, Spec)]
+    if not found:
+        raise OwnershipError(Code.SPEC_NO_SPEC, "defines no Spec (expected `spec = Spec(...)`)", str(p), 1)
+    spec = getattr(module, "spec", None)
+    if not isinstance(spec, Spec):
+        spec = found[0]
+    spec.file = str(p)
+    spec.validate()
+    return spec
+
+
+def spec_files(directory: str | Path) -> list[Path]:
+    """Spec modules in ``directory`` (``*.py`` not starting with ``_``), sorted."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise OwnershipError(Code.BAD_OPTION, "not a directory", str(d))
+    return sorted(f for f in d.glob("*.py") if not f.name.startswith("_"))

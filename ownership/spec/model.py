@@ -1,0 +1,375 @@
+"""The spec representation: what a protocol declares.
+
+A spec module builds one :class:`Spec` and registers on it
+
+* integer **parameters** with defaults (``spec.param``),
+* finite **domains** whose sizes derive from parameters (``spec.domain``),
+* **state variables**, scalar or indexed by domains (``spec.var``),
+* **actions**: plain Python functions ``fn(s, *args)`` whose arguments are
+  annotated with domains; ``require(cond)`` is a guard, ``s.choose(xs)`` a
+  nondeterministic choice,
+* named **invariants**: functions ``fn(s) -> bool``.
+
+Nothing here executes a spec; :mod:`ownership.spec.instance` binds a spec to
+concrete parameter values and runs it.  Engines only ever see those two.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.types import ValueType, type_of
+
+
+class Disabled(Exception):
+    """Raised by :func:`require` when an action's guard does not hold."""
+
+
+def require(condition: object) -> None:
+    """Guard: the action is not enabled unless ``condition`` holds."""
+    if not condition:
+        raise Disabled
+
+
+def ceil_div(a: int, b: int) -> int:
+    """``ceil(a / b)`` for non-negative integers, as engines compute page counts."""
+    return -(-a // b)
+
+
+class Params:
+    """Read-only parameter values, reached in spec code as ``s.params.NAME``."""
+
+    def __init__(self, values: Mapping[str, int]) -> None:
+        self.__dict__.update(values)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("parameters are read-only")
+
+    def as_dict(self) -> dict[str, int]:
+        """The values as a plain dict."""
+        return dict(self.__dict__)
+
+
+SizeSpec = int | str | Callable[[Params], int]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A named integer parameter with a default, overridable with ``--param``."""
+
+    name: str
+    default: int
+    doc: str = ""
+    min: int | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """A finite set of interchangeable or distinct things: requests, pages, nodes.
+
+    ``size`` is an int, the name of a parameter, or a function of the
+    parameters.  ``symmetric`` declares that the spec treats all elements
+    alike (never names one in particular, never orders them), which lets the
+    explorer merge states that differ only by a permutation of elements.
+    """
+
+    name: str
+    size: SizeSpec
+    symmetric: bool = False
+    names: Callable[[int], str] | Sequence[str] | None = None
+    doc: str = ""
+
+    def resolve_size(self, params: Params) -> int:
+        """Number of elements for these parameter values."""
+        if isinstance(self.size, int):
+            return self.size
+        if isinstance(self.size, str):
+            return int(getattr(params, self.size))
+        return int(self.size(params))
+
+    def element_names(self, n: int) -> list[str]:
+        """Display names of the ``n`` elements."""
+        if self.names is None:
+            prefix = self.name[0].lower()
+            return [f"{prefix}{i}" for i in range(n)]
+        if callable(self.names):
+            return [self.names(i) for i in range(n)]
+        given = list(self.names)
+        return [given[i] if i < len(given) else f"{self.name[0].lower()}{i}" for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Values:
+    """A finite domain of parameter-derived integers (e.g. prompt lengths).
+
+    Action arguments annotated with it range over ``values(params)``; the
+    values are ints, not element indices.
+    """
+
+    name: str
+    values: Callable[[Params], Sequence[int]]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Var:
+    """A state variable: a scalar or a table indexed by one or more domains."""
+
+    name: str
+    type: ValueType
+    index: tuple[Domain, ...]
+    init: Any
+    doc: str = ""
+    ghost: bool = False
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    """A transition: a function of the state view and domain-typed arguments."""
+
+    name: str
+    fn: Callable[..., Any]
+    arg_names: tuple[str, ...]
+    arg_domains: tuple[Domain | Values, ...]
+    doc: str
+    file: str | None
+    line: int | None
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """A named safety property, ``fn(s) -> bool`` (true in every reachable state)."""
+
+    name: str
+    fn: Callable[..., Any]
+    doc: str
+    file: str | None
+    line: int | None
+    helper: bool = False
+
+
+@dataclass(frozen=True)
+class Source:
+    """The real code a spec models: engine, version and file/function references."""
+
+    engine: str
+    version: str = ""
+    where: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``SGLang 0.5.21: decode.py DecodePreallocQueue.pop_preallocated, ...``."""
+        head = f"{self.engine} {self.version}".strip()
+        return f"{head}: {', '.join(self.where)}" if self.where else head
+
+
+@dataclass(frozen=True)
+class Expect:
+    """The verdict a spec is known to have: safe, or violating one invariant."""
+
+    violates: str | None = None
+
+    @property
+    def safe(self) -> bool:
+        return self.violates is None
+
+    def describe(self) -> str:
+        return "safe" if self.violates is None else f"violates {self.violates}"
+
+
+def safe() -> Expect:
+    """Expected verdict: no invariant is violated."""
+    return Expect(None)
+
+
+def violates(invariant: str) -> Expect:
+    """Expected verdict: ``invariant`` is violated."""
+    return Expect(invariant)
+
+
+@dataclass(eq=False)
+class Spec:
+    """A protocol specification; one object per spec module, named ``spec``."""
+
+    name: str
+    summary: str = ""
+    models: Source | None = None
+    expect: Expect | None = None
+    file: str | None = None
+    line: int | None = None
+    params: dict[str, Param] = field(default_factory=dict)
+    domains: dict[str, Domain] = field(default_factory=dict)
+    value_sets: dict[str, Values] = field(default_factory=dict)
+    vars: dict[str, Var] = field(default_factory=dict)
+    actions: dict[str, Action] = field(default_factory=dict)
+    invariants: dict[str, Invariant] = field(default_factory=dict)
+    done: Callable[..., Any] | None = None
+    extensions: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.file is None:
+            self.file, self.line = caller_location(3)
+
+    # -- declarations -------------------------------------------------------
+    def _error(self, message: str, line: int | None = None) -> OwnershipError:
+        file, here = caller_location(3)
+        return OwnershipError(Code.SPEC_INVALID, f"spec {self.name}: {message}", file, line or here)
+
+    def param(self, name: str, default: int, doc: str = "", *, min: int | None = None, max: int | None = None) -> Param:  # noqa: A002
+        """Declare an integer parameter (``--param NAME=VALUE`` overrides it)."""
+        if name in self.params:
+            raise self._error(f"parameter {name} declared twice")
+        if isinstance(default, bool) or not isinstance(default, int):
+            raise self._error(f"parameter {name}: default must be an int, got {default!r}")
+        p = Param(name, default, doc, min, max)
+        self.params[name] = p
+        return p
+
+    def domain(
+        self,
+        name: str,
+        size: SizeSpec,
+        *,
+        symmetric: bool = False,
+        names: Callable[[int], str] | Sequence[str] | None = None,
+        doc: str = "",
+    ) -> Domain:
+        """Declare a finite domain; see :class:`Domain`."""
+        if name in self.domains or name in self.value_sets:
+            raise self._error(f"domain {name} declared twice")
+        if isinstance(size, str) and size not in self.params:
+            raise self._error(f"domain {name}: size names unknown parameter {size!r}")
+        d = Domain(name, size, symmetric, names, doc)
+        self.domains[name] = d
+        return d
+
+    def values(self, name: str, values: Callable[[Params], Sequence[int]], doc: str = "") -> Values:
+        """Declare a finite set of parameter-derived ints usable as an action argument."""
+        v = Values(name, values, doc)
+        self.value_sets[name] = v
+        return v
+
+    def var(
+        self,
+        name: str,
+        type: Any,  # noqa: A002 - reads as a declaration
+        *,
+        per: Domain | Sequence[Domain] = (),
+        init: Any = None,
+        doc: str = "",
+        ghost: bool = False,
+    ) -> Var:
+        """Declare a state variable, scalar or indexed ``per`` one or more domains.
+
+        ``init`` is the initial value of every entry (``None`` for an optional
+        reference).  Ghost variables record history for invariants (which
+        request read which content); they are state like any other.
+        """
+        if name in self.vars or name in ("params", "choose", "emit", "all", "names", "size"):
+            raise self._error(f"state variable {name} declared twice or shadows a view method")
+        if not name.isidentifier() or name.startswith("_"):
+            raise self._error(f"state variable name {name!r} must be an identifier not starting with _")
+        index = (per,) if isinstance(per, Domain) else tuple(per)
+        for d in index:
+            if not isinstance(d, Domain):
+                raise self._error(f"variable {name}: per= must be domains, got {d!r}")
+        try:
+            vtype = type_of(type)
+        except TypeError as exc:
+            raise self._error(f"variable {name}: {exc}") from None
+        _, line = caller_location(2)
+        v = Var(name, vtype, index, init, doc, ghost, line)
+        self.vars[name] = v
+        return v
+
+    def action(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: register ``fn(s, arg: Domain, ...)`` as an action."""
+        try:
+            sig = inspect.signature(fn, eval_str=True)
+        except Exception as exc:  # noqa: BLE001 - annotations are user code
+            raise self._error(f"action {fn.__name__}: cannot read its signature: {exc}") from None
+        params = list(sig.parameters.values())
+        if not params:
+            raise self._error(f"action {fn.__name__} must take the state view as its first argument")
+        names: list[str] = []
+        doms: list[Domain | Values] = []
+        for p in params[1:]:
+            if not isinstance(p.annotation, (Domain, Values)):
+                raise self._error(
+                    f"action {fn.__name__}: argument {p.name} must be annotated with a domain "
+                    f"(e.g. `{p.name}: Req`)",
+                    fn.__code__.co_firstlineno,
+                )
+            names.append(p.name)
+            doms.append(p.annotation)
+        if fn.__name__ in self.actions:
+            raise self._error(f"action {fn.__name__} declared twice", fn.__code__.co_firstlineno)
+        self.actions[fn.__name__] = Action(
+            fn.__name__,
+            fn,
+            tuple(names),
+            tuple(doms),
+            inspect.getdoc(fn) or "",
+            fn.__code__.co_filename,
+            fn.__code__.co_firstlineno,
+        )
+        return fn
+
+    def invariant(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, helper: bool = False) -> Any:
+        """Decorator: register ``fn(s) -> bool`` as a named invariant.
+
+        ``helper=True`` marks an auxiliary invariant: checked like the others,
+        and available to strengthen induction proofs.
+        """
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            n = name or f.__name__
+            if n in self.invariants:
+                raise self._error(f"invariant {n} declared twice", f.__code__.co_firstlineno)
+            self.invariants[n] = Invariant(
+                n, f, inspect.getdoc(f) or "", f.__code__.co_filename, f.__code__.co_firstlineno, helper
+            )
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def terminal(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: ``fn(s) -> bool`` says a state where nothing is pending.
+
+        With deadlock checking on, a state where no action is enabled and
+        ``fn`` is false is reported as a deadlock.
+        """
+        self.done = fn
+        return fn
+
+    # -- queries ------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise :class:`OwnershipError` if the spec cannot be checked."""
+        if not self.invariants:
+            raise OwnershipError(
+                Code.SPEC_NO_INVARIANTS,
+                f"spec {self.name} declares no invariants: add @spec.invariant functions "
+                "or use ownership.vocab's built-in ones",
+                self.file,
+                self.line,
+            )
+        if not self.actions:
+            raise OwnershipError(Code.SPEC_INVALID, f"spec {self.name} declares no actions", self.file, self.line)
+        if self.expect is not None and self.expect.violates is not None and self.expect.violates not in self.invariants:
+            raise OwnershipError(
+                Code.SPEC_INVALID,
+                f"spec {self.name} expects a violation of {self.expect.violates!r}, which is not one of its "
+                f"invariants ({', '.join(self.invariants)})",
+                self.file,
+                self.line,
+            )
+
+    def default_params(self) -> dict[str, int]:
+        """Every parameter at its default value."""
+        return {n: p.default for n, p in self.params.items()}

@@ -1,0 +1,266 @@
+"""The ownership vocabulary: page pools, who holds a page, what it contains.
+
+Specs reuse these instead of re-inventing page bookkeeping.  The model:
+
+* a **pool** is a set of pages (a symmetric domain: pages are interchangeable);
+* per page: how many times it sits on the free list (``free``, normally 0 or
+  1; 2 means a double free put it there twice), the set of requests whose page
+  table holds it (``holders``), its position in that page table (``slot``) and
+  its **content label**: which request's KV it holds.  Freeing a page does not
+  clear its content: KV pages are not zeroed, the next writer overwrites them;
+* per request, ghost history: the first foreign content it read, whether it
+  read a never-written page, whether it wrote a page it does not hold.
+
+Allocation picks *any* free page for each slot (``s.choose``), which covers
+every free-list order a real allocator may have; with page symmetry the
+explorer merges the resulting states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.model import Domain, SizeSpec, Spec, require
+from ownership.spec.types import Int, Optional, SetOf
+
+
+class Ownership:
+    """Ghost history and built-in invariants for the requests of a spec.
+
+    ``own = Ownership(spec, requests=Req)`` declares the history variables;
+    ``own.pool(...)`` declares page pools; ``own.invariants(...)`` registers
+    the built-in invariants the spec wants checked.
+    """
+
+    def __init__(self, spec: Spec, requests: Domain) -> None:
+        self.spec = spec
+        self.requests = requests
+        self.pools: list[PagePool] = []
+        spec.var("read_foreign", Optional(requests), per=requests, init=None, ghost=True,
+                 doc="history: the first other request whose KV this request read")
+        spec.var("read_unwritten", bool, per=requests, init=False, ghost=True,
+                 doc="history: this request read a page nobody ever wrote")
+        spec.var("wrote_unowned", bool, per=requests, init=False, ghost=True,
+                 doc="history: this request wrote a page its page table does not hold")
+        spec.extensions["ownership"] = self
+
+    def pool(self, name: str, pages: SizeSpec, *, prefix: str | None = None, doc: str = "") -> PagePool:
+        """Declare a page pool named ``name`` with ``pages`` pages."""
+        p = PagePool(self, name, pages, prefix or name[0].upper(), doc)
+        self.pools.append(p)
+        return p
+
+    # -- built-in invariants ---------------------------------------------------
+    def invariants(self, *names: str, idle: Callable[[Any], bool] | None = None) -> None:
+        """Register built-in invariants by name (all of them when none are named).
+
+        ``pages_returned_when_idle`` needs ``idle(s)``: true when no request is
+        in flight (defaults to the spec's ``@spec.terminal`` predicate).
+        """
+        builtins = self._builtins(idle)
+        chosen = names or tuple(builtins)
+        for n in chosen:
+            if n not in builtins:
+                file, line = caller_location(2)
+                raise OwnershipError(Code.UNKNOWN_INVARIANT, f"no built-in invariant {n!r} (known: {', '.join(builtins)})", file, line)
+            self.spec.invariant(builtins[n], name=n)
+
+    def _builtins(self, idle: Callable[[Any], bool] | None) -> dict[str, Callable[[Any], bool]]:
+        Req = self.requests
+        pools = self.pools
+        spec = self.spec
+
+        def no_foreign_read(s: Any) -> bool:
+            """No request ever reads a page whose content another request wrote.
+
+            This is the tenant-isolation property: KV pages are not zeroed, so
+            reading a page holding another request's KV leaks that request's
+            prompt into this request's output.
+            """
+            return all(s.read_foreign[r] is None for r in s.all(Req))
+
+        def no_read_of_unwritten(s: Any) -> bool:
+            """No request reads a page that no request has written (garbage input)."""
+            return not any(s.read_unwritten[r] for r in s.all(Req))
+
+        def no_unowned_write(s: Any) -> bool:
+            """No request (or transfer on its behalf) writes a page its page table does not hold."""
+            return not any(s.wrote_unowned[r] for r in s.all(Req))
+
+        def no_double_ownership(s: Any) -> bool:
+            """No page is held by two requests, or held while it sits on the free list."""
+            for pool in pools:
+                holders = getattr(s, pool.holders_var)
+                free = getattr(s, pool.free_var)
+                for p in s.all(pool.Page):
+                    h = holders[p]
+                    if h & (h - 1) or (h and free[p]):
+                        return False
+            return True
+
+        def pages_returned_when_idle(s: Any) -> bool:
+            """When no request is in flight, every page is back on the free list exactly once."""
+            check = idle or spec.done
+            if check is None:
+                raise OwnershipError(
+                    Code.SPEC_INVALID,
+                    "pages_returned_when_idle needs an idle predicate: pass idle= or declare @spec.terminal",
+                    spec.file,
+                    spec.line,
+                )
+            if not check(s):
+                return True
+            for pool in pools:
+                holders = getattr(s, pool.holders_var)
+                free = getattr(s, pool.free_var)
+                for p in s.all(pool.Page):
+                    if holders[p] or free[p] != 1:
+                        return False
+            return True
+
+        return {
+            "no_foreign_read": no_foreign_read,
+            "no_unowned_write": no_unowned_write,
+            "no_double_ownership": no_double_ownership,
+            "no_read_of_unwritten": no_read_of_unwritten,
+            "pages_returned_when_idle": pages_returned_when_idle,
+        }
+
+
+class PagePool:
+    """A pool of KV pages with a free list; see the module docstring."""
+
+    def __init__(self, own: Ownership, name: str, pages: SizeSpec, prefix: str, doc: str) -> None:
+        self.own = own
+        self.name = name
+        spec = own.spec
+        Req = own.requests
+        title = name[:1].upper() + name[1:]
+        self.Page: Domain = spec.domain(
+            f"{title}Page", pages, symmetric=True, names=lambda i: f"{prefix}{i}", doc=doc or f"pages of the {name} pool"
+        )
+        self.free_var = f"{name}_free"
+        self.holders_var = f"{name}_holders"
+        self.slot_var = f"{name}_slot"
+        self.content_var = f"{name}_content"
+        spec.var(self.free_var, Int, per=self.Page, init=1, doc=f"times the page sits on the {name} free list")
+        spec.var(self.holders_var, SetOf(Req), per=self.Page, init=0, doc="requests whose page table holds the page")
+        spec.var(self.slot_var, Int, per=self.Page, init=-1, doc="position of the page in its holder's page table")
+        spec.var(self.content_var, Optional(Req), per=self.Page, init=None,
+                 doc="whose KV the page holds (not cleared on free: pages are not zeroed)")
+
+    # -- queries ---------------------------------------------------------------
+    def available(self, s: Any) -> int:
+        """Length of the free list (a page freed twice counts twice, as in a real free list)."""
+        return sum(getattr(s, self.free_var))
+
+    def pages_of(self, s: Any, r: int) -> list[int]:
+        """The pages in ``r``'s page table, in slot order (``req_to_token`` order)."""
+        holders = getattr(s, self.holders_var)
+        slot = getattr(s, self.slot_var)
+        bit = 1 << r
+        mine = [p for p in s.all(self.Page) if holders[p] & bit]
+        mine.sort(key=lambda p: slot[p])
+        return mine
+
+    # -- operations ------------------------------------------------------------
+    def alloc(self, s: Any, r: int, n: int, first_slot: int = 0) -> list[int]:
+        """Take ``n`` pages off the free list into ``r``'s page table (slots from ``first_slot``).
+
+        Not enabled when the free list is shorter than ``n`` (callers that
+        must fail instead check :meth:`available` first).  Which free page
+        lands in which slot is a nondeterministic choice.
+        """
+        free = getattr(s, self.free_var)
+        holders = getattr(s, self.holders_var)
+        slot = getattr(s, self.slot_var)
+        require(self.available(s) >= n)
+        taken: list[int] = []
+        for i in range(n):
+            options = [p for p in s.all(self.Page) if free[p] > 0 and p not in taken]
+            p = s.choose(options, label=f"{self.name} page for slot {first_slot + i}")
+            free[p] -= 1
+            holders[p] |= 1 << r
+            slot[p] = first_slot + i
+            taken.append(p)
+        s.emit("alloc", pool=self.name, req=s.name_of(self.own.requests, r),
+               pages=[s.name_of(self.Page, p) for p in taken])
+        return taken
+
+    def write(self, s: Any, r: int, pages: Sequence[int]) -> None:
+        """``r`` writes its KV into ``pages`` (content label becomes ``r``)."""
+        holders = getattr(s, self.holders_var)
+        content = getattr(s, self.content_var)
+        Req = self.own.requests
+        for p in pages:
+            bad = not holders[p] >> r & 1
+            if bad:
+                s.wrote_unowned[r] = True
+            content[p] = r
+            s.emit("write", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
+                   violates="no_unowned_write" if bad else None)
+
+    def read(self, s: Any, r: int, pages: Sequence[int]) -> None:
+        """``r``'s attention reads ``pages``; foreign or unwritten content is recorded."""
+        content = getattr(s, self.content_var)
+        Req = self.own.requests
+        for p in pages:
+            c = content[p]
+            violation = None
+            if c is None:
+                s.read_unwritten[r] = True
+                violation = "no_read_of_unwritten"
+            elif c != r:
+                if s.read_foreign[r] is None:
+                    s.read_foreign[r] = c
+                violation = "no_foreign_read"
+            s.emit("read", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
+                   content=s.name_of(Req, c) if c is not None else None, violates=violation)
+
+    def free_pages(self, s: Any, r: int, pages: Sequence[int]) -> None:
+        """Return ``pages`` from ``r``'s page table to the free list (content stays)."""
+        free = getattr(s, self.free_var)
+        holders = getattr(s, self.holders_var)
+        slot = getattr(s, self.slot_var)
+        for p in pages:
+            holders[p] &= ~(1 << r)
+            slot[p] = -1
+            free[p] += 1
+        if pages:
+            s.emit("free", pool=self.name, req=s.name_of(self.own.requests, r),
+                   pages=[s.name_of(self.Page, p) for p in pages])
+
+    def free(self, s: Any, r: int) -> list[int]:
+        """Release every page ``r`` holds (``free-on-finish``); returns them."""
+        pages = self.pages_of(s, r)
+        self.free_pages(s, r, pages)
+        return pages
+
+
+def transfer(s: Any, r: int, src: PagePool, dst: PagePool, n: int) -> None:
+    """Copy the first ``n`` pages of ``r``'s ``src`` page table onto its ``dst`` page table.
+
+    This is the KV transfer (RDMA write) from one node's pool to another's:
+    page ``i`` of the source table lands in page ``i`` of the destination
+    table.  The destination pages take the *source* content label; a write
+    into a destination page ``r`` does not hold is an unowned write.
+    """
+    src_pages = src.pages_of(s, r)
+    dst_pages = dst.pages_of(s, r)
+    require(n <= len(src_pages))
+    src_content = getattr(s, src.content_var)
+    dst_content = getattr(s, dst.content_var)
+    Req = src.own.requests
+    for i in range(n):
+        if i >= len(dst_pages):
+            # The sender has more pages than the receiver reserved: the write
+            # lands outside r's table, which the transfer engine must refuse.
+            s.wrote_unowned[r] = True
+            s.emit("write", pool=dst.name, req=s.name_of(Req, r), page="(beyond table)", violates="no_unowned_write")
+            continue
+        dst_content[dst_pages[i]] = src_content[src_pages[i]]
+    s.emit("transfer", req=s.name_of(Req, r), src=src.name, dst=dst.name,
+           pages=[f"{s.name_of(src.Page, src_pages[i])}->{s.name_of(dst.Page, dst_pages[i])}"
+                  for i in range(min(n, len(dst_pages)))])
