@@ -55,8 +55,45 @@ def build_trace(
         steps=tuple(steps),
         violation=violation,
         engine=engine,
-        extra={"deadlock": True} if deadlock else {},
+        extra={"schema": trace_schema(inst), **({"deadlock": True} if deadlock else {})},
     )
+
+
+def trace_schema(inst: Instance) -> dict[str, object]:
+    """What a renderer needs to know about the spec's shape, stored in the trace.
+
+    Names the request domain, each page pool's variables and pages, the
+    per-request variables, and each action's source line and summary, so a
+    saved trace can be drawn without loading the spec.
+    """
+    spec = inst.spec
+    own = spec.extensions.get("ownership")
+    schema: dict[str, object] = {
+        "actions": {
+            a.name: {"line": a.line, "doc": (a.doc.splitlines() or [""])[0]} for a in spec.actions.values()
+        },
+        "summary": spec.summary,
+    }
+    if own is not None:
+        req = own.requests.name
+        schema["requests"] = list(inst.names[req])
+        schema["request_domain"] = req
+        schema["pools"] = [
+            {
+                "name": p.name,
+                "pages": list(inst.names[p.Page.name]),
+                "free": p.free_var,
+                "holders": p.holders_var,
+                "slot": p.slot_var,
+                "content": p.content_var,
+            }
+            for p in own.pools
+        ]
+        schema["per_request"] = [
+            v.name for v in spec.vars.values() if len(v.index) == 1 and v.index[0].name == req and not v.ghost
+        ]
+        schema["ghosts"] = [v.name for v in spec.vars.values() if v.ghost]
+    return schema
 
 
 def _display_args(inst: Instance, ai: ActionInstance) -> tuple[object, ...]:

@@ -78,8 +78,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
                 return inv.name
         return None
 
-    ais = inst.action_instances
-    successors = inst.successors_of
+    expand = inst.expand
     start = time.perf_counter()
     last_report = start
     init = inst.init_state
@@ -135,31 +134,29 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
             return finish(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, depth)
         nxt: list[tuple[int, State]] = []
         for idx, st in frontier:
-            enabled = False
-            for ai in ais:
-                for sc in successors(st, ai):
-                    enabled = True
-                    transitions += 1
-                    h = hash(canon(sc.state))
-                    if h in seen:
-                        continue
-                    nid = len(parent)
-                    seen[h] = nid
-                    parent.append(idx)
-                    via_action.append(ai.index)
-                    if sc.picks:
-                        via_picks[nid] = sc.picks
-                    try:
-                        bad = first_violation(sc.state)
-                    except Exception:  # noqa: BLE001 - re-run to get the located error
-                        inst.violated(sc.state)
-                        raise
-                    if bad:
-                        return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1, bad, nid)
-                    nxt.append((nid, sc.state))
-                    if max_states is not None and len(parent) >= max_states:
-                        return finish(Verdict.BOUNDED_OK, StopReason.STATE_LIMIT, depth + 1)
-            if check_deadlock and not enabled and not inst.is_terminal(st):
+            succs = expand(st)
+            transitions += len(succs)
+            for ai, sc in succs:
+                h = hash(canon(sc.state))
+                if h in seen:
+                    continue
+                nid = len(parent)
+                seen[h] = nid
+                parent.append(idx)
+                via_action.append(ai.index)
+                if sc.picks:
+                    via_picks[nid] = sc.picks
+                try:
+                    bad = first_violation(sc.state)
+                except Exception:  # noqa: BLE001 - re-run to get the located error
+                    inst.violated(sc.state)
+                    raise
+                if bad:
+                    return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1, bad, nid)
+                nxt.append((nid, sc.state))
+                if max_states is not None and len(parent) >= max_states:
+                    return finish(Verdict.BOUNDED_OK, StopReason.STATE_LIMIT, depth + 1)
+            if check_deadlock and not succs and not inst.is_terminal(st):
                 return finish(Verdict.VIOLATED, StopReason.DEADLOCK, depth, "deadlock", idx, deadlock=True)
             expanded += 1
             if not expanded & 0xFF:

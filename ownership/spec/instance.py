@@ -11,7 +11,8 @@ shown: this module is the reference semantics.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,19 +70,26 @@ class Layout:
 
 
 class Field1:
-    """``s.var[i]`` for a variable indexed by one domain."""
+    """``s.var[i]`` for a variable indexed by one domain.
 
-    __slots__ = ("cur", "off", "n")
+    Every read position is logged in ``reads``: the explorer uses the log to
+    skip re-running an action whose guard failed on the same cell values.
+    """
 
-    def __init__(self, cur: list[Any], off: int, n: int) -> None:
+    __slots__ = ("cur", "off", "n", "reads")
+
+    def __init__(self, cur: list[Any], off: int, n: int, reads: list[int]) -> None:
         self.cur = cur
         self.off = off
         self.n = n
+        self.reads = reads
 
     def __getitem__(self, i: int) -> Any:
         if not 0 <= i < self.n:
             raise IndexError(f"index {i} out of range 0..{self.n - 1}")
-        return self.cur[self.off + i]
+        pos = self.off + i
+        self.reads.append(pos)
+        return self.cur[pos]
 
     def __setitem__(self, i: int, value: Any) -> None:
         if not 0 <= i < self.n:
@@ -89,6 +97,7 @@ class Field1:
         self.cur[self.off + i] = value
 
     def __iter__(self) -> Iterator[Any]:
+        self.reads.extend(range(self.off, self.off + self.n))
         return iter(self.cur[self.off : self.off + self.n])
 
     def __len__(self) -> int:
@@ -98,12 +107,13 @@ class Field1:
 class FieldN:
     """``s.var[i, j]`` for a variable indexed by several domains."""
 
-    __slots__ = ("cur", "off", "shape", "strides")
+    __slots__ = ("cur", "off", "shape", "strides", "reads")
 
-    def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...]) -> None:
+    def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int]) -> None:
         self.cur = cur
         self.off = off
         self.shape = shape
+        self.reads = reads
         strides = []
         acc = 1
         for d in reversed(shape):
@@ -122,7 +132,9 @@ class FieldN:
         return pos
 
     def __getitem__(self, key: tuple[int, ...]) -> Any:
-        return self.cur[self._pos(key)]
+        pos = self._pos(key)
+        self.reads.append(pos)
+        return self.cur[pos]
 
     def __setitem__(self, key: tuple[int, ...], value: Any) -> None:
         self.cur[self._pos(key)] = value
@@ -143,20 +155,23 @@ class View:
         object.__setattr__(self, "events", [])
         object.__setattr__(self, "_picks", [])
         object.__setattr__(self, "_counts", [])
-        object.__setattr__(self, "_prefix", ())
+        object.__setattr__(self, "_prefix", [])
         object.__setattr__(self, "_scalars", {})
+        object.__setattr__(self, "_reads", [])
         cur = self.cur
+        reads = self._reads
         for lay in instance.layouts.values():
             if not lay.shape:
                 self._scalars[lay.name] = lay.offset
             elif len(lay.shape) == 1:
-                object.__setattr__(self, lay.name, Field1(cur, lay.offset, lay.shape[0]))
+                object.__setattr__(self, lay.name, Field1(cur, lay.offset, lay.shape[0], reads))
             else:
-                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape))
+                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape, reads))
 
     def __getattr__(self, name: str) -> Any:
         scalars = object.__getattribute__(self, "_scalars")
         if name in scalars:
+            self._reads.append(scalars[name])
             return self.cur[scalars[name]]
         raise AttributeError(f"spec has no state variable or view method {name!r}")
 
@@ -271,6 +286,7 @@ class Instance:
                 self.action_instances.append(ActionInstance(len(self.action_instances), act, tuple(args), label))
         self.invariants = list(spec.invariants.values())
         self.view = View(self)
+        self._footprints: list[tuple[Callable[[State], Any], Any] | None] = [None] * len(self.action_instances)
 
     # -- helpers ------------------------------------------------------------
     def _arg_values(self, d: Domain | Values) -> list[int]:
@@ -317,21 +333,77 @@ class Instance:
         Each ``s.choose`` call forks: the action is re-run from ``state`` with
         each sequence of picks until every combination has been tried.
         """
+        out: list[Successor] = []
+        self._run(state, ai, out)
+        return out
+
+    def expand(self, state: State) -> list[tuple[ActionInstance, Successor]]:
+        """Every enabled action instance's outcomes in ``state``: the explorer's hot loop.
+
+        An action whose guard failed is remembered with the cells it read
+        and their values (its *footprint*); actions are deterministic functions
+        of the cells they read, so in a later state with the same values there
+        it fails again and is skipped without running.
+        """
+        out: list[tuple[ActionInstance, Successor]] = []
+        view = self.view
+        cur = view.cur
+        events = view.events
+        picks = view._picks
+        counts = view._counts
+        prefix = view._prefix
+        reads = view._reads
+        footprints = self._footprints
+        for ai in self.action_instances:
+            fp = footprints[ai.index]
+            if fp is not None and fp[0](state) == fp[1]:
+                continue
+            cur[:] = state
+            reads.clear()
+            if picks:
+                picks.clear()
+                counts.clear()
+            if prefix:
+                prefix.clear()
+            if events:
+                events.clear()
+            try:
+                ai.action.fn(view, *ai.args)
+            except Disabled:
+                if picks:
+                    for sc in self.successors_of(state, ai):
+                        out.append((ai, sc))
+                elif reads:
+                    getter = itemgetter(*reads)
+                    footprints[ai.index] = (getter, getter(state))
+                continue
+            except OwnershipError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - spec code is user code
+                raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
+            if picks:
+                for sc in self.successors_of(state, ai):
+                    out.append((ai, sc))
+            else:
+                out.append((ai, Successor(tuple(cur), (), tuple(events))))
+        return out
+
+    def _run(self, state: State, ai: ActionInstance, out: list[Successor]) -> None:
         view = self.view
         cur = view.cur
         fn = ai.action.fn
         args = ai.args
-        out: list[Successor] = []
+        picks = view._picks
+        counts = view._counts
+        prefix_list = view._prefix
         pending: list[tuple[int, ...]] = [()]
         while pending:
             prefix = pending.pop()
             cur[:] = state
             view.events.clear()
-            picks = view._picks
-            counts = view._counts
             picks.clear()
             counts.clear()
-            object.__setattr__(view, "_prefix", prefix)
+            prefix_list[:] = prefix
             fired = True
             try:
                 fn(view, *args)
@@ -347,7 +419,7 @@ class Instance:
                         pending.append(tuple(picks[:pos]) + (alt,))
             if fired:
                 out.append(Successor(tuple(cur), tuple(picks), tuple(view.events)))
-        return out
+        prefix_list.clear()
 
     def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[int]) -> Successor | None:
         """Re-run ``ai`` with exactly these ``picks``; ``None`` if it is disabled."""

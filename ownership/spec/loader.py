@@ -33,6 +33,12 @@ def load_spec(path: str | Path) -> Spec:
         raise OwnershipError(Code.SPEC_IMPORT, "cannot import", str(p))
     module = importlib.util.module_from_spec(spec_obj)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    # A fixed spec imports the shipped one it patches (``import sglang_disagg_v0_5_21``),
+    # so the spec's own folder is importable while it loads.
+    folder = str(p.resolve().parent)
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
     try:
         spec_obj.loader.exec_module(module)
     except OwnershipError as exc:
@@ -44,6 +50,9 @@ def load_spec(path: str | Path) -> Spec:
         raise OwnershipError(
             Code.SPEC_IMPORT, f"{type(exc).__name__}: {exc}", str(p), location_in(p, exc)
         ) from None
+    finally:
+        if added:
+            sys.path.remove(folder)
     found = [v for v in vars(module).values() if isinstance(v, Spec)]
     if not found:
         raise OwnershipError(Code.SPEC_NO_SPEC, "defines no Spec (expected `spec = Spec(...)`)", str(p), 1)

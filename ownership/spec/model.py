@@ -288,6 +288,48 @@ class Spec:
         self.vars[name] = v
         return v
 
+    def derive(
+        self,
+        name: str,
+        *,
+        summary: str | None = None,
+        models: Source | None = None,
+        expect: Expect | None = None,
+    ) -> Spec:
+        """A copy of this spec under a new name, to patch with :meth:`replace`.
+
+        This is how a fixed version is written as the diff from the shipped
+        one: the derived spec shares every declaration and replaces only the
+        actions the fix changed, so a reviewer reads exactly the patch.
+        """
+        file, line = caller_location(2)
+        return Spec(
+            name,
+            summary=self.summary if summary is None else summary,
+            models=self.models if models is None else models,
+            expect=self.expect if expect is None else expect,
+            file=file,
+            line=line,
+            params=dict(self.params),
+            domains=dict(self.domains),
+            value_sets=dict(self.value_sets),
+            vars=dict(self.vars),
+            actions=dict(self.actions),
+            invariants=dict(self.invariants),
+            done=self.done,
+            extensions=dict(self.extensions),
+        )
+
+    def replace(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: replace the existing action of the same name (see :meth:`derive`)."""
+        if fn.__name__ not in self.actions:
+            raise self._error(
+                f"replace: no action {fn.__name__} to replace (use @spec.action for a new one)",
+                fn.__code__.co_firstlineno,
+            )
+        del self.actions[fn.__name__]
+        return self.action(fn)
+
     def action(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: register ``fn(s, arg: Domain, ...)`` as an action."""
         try:

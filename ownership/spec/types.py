@@ -9,7 +9,7 @@ symmetric domains) how a permutation of that domain maps it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,30 +59,39 @@ class IntType(ValueType):
         return data
 
 
-@dataclass(frozen=True)
 class Enum(ValueType):
     """A named finite set of values, e.g. a queue a request sits in.
 
     ``Phase = Enum("Phase", "IDLE QUEUED RUNNING DONE")`` gives ``Phase.IDLE == 0``
-    and so on: members are plain ints so comparisons in specs stay fast.
+    and so on: members are plain int attributes so comparisons in specs stay fast.
     """
 
     name: str
-    members: tuple[str, ...] = field(default=())
+    members: tuple[str, ...]
 
     def __init__(self, name: str, members: str | Sequence[str]) -> None:
         items = tuple(members.split()) if isinstance(members, str) else tuple(members)
         if not items or len(set(items)) != len(items):
             raise ValueError(f"Enum {name}: members must be distinct and non-empty")
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "members", items)
+        self.name = name
+        self.members = items
+        for i, m in enumerate(items):
+            if not m.isidentifier() or m in ("name", "members", "show", "to_json", "from_json", "refers_to"):
+                raise ValueError(f"Enum {name}: member {m!r} must be an identifier not shadowing a method")
+            setattr(self, m, i)
+
+    def __repr__(self) -> str:
+        return f"Enum({self.name!r}, {' '.join(self.members)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Enum) and (self.name, self.members) == (other.name, other.members)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.members))
 
     def __getattr__(self, item: str) -> int:
-        members = object.__getattribute__(self, "members")
-        try:
-            return members.index(item)
-        except ValueError:
-            raise AttributeError(f"{self.name} has no member {item}") from None
+        # Only reached for names that are not members: say which exist.
+        raise AttributeError(f"{self.__dict__.get('name', 'Enum')} has no member {item}")
 
     def __iter__(self) -> Iterator[int]:
         return iter(range(len(self.members)))
