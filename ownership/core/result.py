@@ -87,8 +87,10 @@ class CheckResult:
                 f"invariants {', '.join(self.invariants)} hold for every interleaving of any length at {scope}"
             )
         if self.verdict is Verdict.BOUNDED_OK:
-            limit = self.options.get("limit_hit", "")
-            return f"no violation in {base}; stopped because the engine {self.stop_reason.value}{limit}: NOT exhaustive"
+            return (
+                f"no violation in any interleaving of up to {s.depth} steps ({base}); "
+                f"stopped because the engine {self.stop_reason.value}: longer interleavings NOT checked"
+            )
         if self.verdict is Verdict.VIOLATED:
             return f"{self.stop_reason.value} after {base}"
         return f"{self.stop_reason.value}: {base}"

@@ -92,6 +92,12 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
                deadlock: bool = False) -> CheckResult:
         elapsed = time.perf_counter() - start
         trace = None
+        if reason in (StopReason.STATE_LIMIT, StopReason.TIME_LIMIT):
+            # Breadth-first: every level before the one being expanded was finished.
+            notes.append(
+                f"inconclusive: every interleaving of up to {depth - 1} steps was checked, "
+                f"then the search {reason.value} while exploring depth {depth}"
+            )
         if at is not None:
             path: list[tuple[int, tuple[int, ...]]] = []
             node = at
@@ -155,14 +161,14 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
                     return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1, bad, nid)
                 nxt.append((nid, sc.state))
                 if max_states is not None and len(parent) >= max_states:
-                    return finish(Verdict.BOUNDED_OK, StopReason.STATE_LIMIT, depth + 1)
+                    return finish(Verdict.UNKNOWN, StopReason.STATE_LIMIT, depth + 1)
             if check_deadlock and not succs and not inst.is_terminal(st):
                 return finish(Verdict.VIOLATED, StopReason.DEADLOCK, depth, "deadlock", idx, deadlock=True)
             expanded += 1
             if not expanded & 0xFF:
                 now = time.perf_counter()
                 if deadline is not None and now > deadline:
-                    return finish(Verdict.BOUNDED_OK, StopReason.TIME_LIMIT, depth)
+                    return finish(Verdict.UNKNOWN, StopReason.TIME_LIMIT, depth + 1)
                 if progress is not None and now - last_report >= options.progress_every:
                     last_report = now
                     progress(Progress(len(parent), transitions, depth, len(frontier), now - start))

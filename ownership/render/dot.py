@@ -149,8 +149,9 @@ class _Model:
         requests = [str(r) for r in schema.get("requests", []) or []]
         pools = _pools(schema, trace.initial)
         lane_of_step = [_lane_of(step, requests) for step in trace.steps]
-        lanes = list(requests) if requests else []
-        if any(lane == _NO_LANE for lane in lane_of_step) or not lanes:
+        # Requests that never act get no lane: an empty column only adds width.
+        lanes = [r for r in requests if r in lane_of_step]
+        if _NO_LANE in lane_of_step or not lanes:
             lanes.append(_NO_LANE)
         # Ghosts are the checker's bookkeeping and pool variables are drawn as
         # the page grid: neither belongs in a step's list of changed fields.
@@ -268,58 +269,70 @@ def _cell(state: Mapping[str, Any], var: str, key: str) -> Any:
     return table.get(key) if isinstance(table, Mapping) else None
 
 
+def _events_before(trace: Trace, j: int, flag: _Flag) -> Sequence[Event]:
+    """Step ``j``'s events, cut just before ``flag``'s event when ``j`` is its step."""
+    events = trace.steps[j - 1].events
+    return events[: events.index(flag.event)] if j == flag.step else events
+
+
 def _story(trace: Trace, model: _Model) -> _Story | None:
-    """Who wrote the page the offending read saw, who freed it, who got it next."""
+    """Who wrote the page the offending read saw, who freed it, who got it next.
+
+    Events say it best; the pool's state variables are the fallback for a
+    spec whose actions change pages without emitting events.
+    """
     flag = model.primary
     if flag is None or flag.event.kind != "read" or flag.pool is None or flag.page is None:
         return None
-    pool = next((p for p in model.pools if p.name == flag.pool), None)
+    name, page = flag.pool, flag.page
+    pool = next((p for p in model.pools if p.name == name), None)
     content = flag.event.get("content")
-    story = _Story(flag.pool, flag.page, None if content is None else str(content), str(flag.event.get("req", "?")), flag.step)
-    if pool is None:
-        return story
+    reader = str(flag.event.get("req", "?"))
+    story = _Story(name, page, None if content is None else str(content), reader, flag.step)
     states = trace.states
-    # Written: the last event that put content into the page before the read.
     for j in range(flag.step, 0, -1):
-        events = trace.steps[j - 1].events
-        if j == flag.step:
-            events = events[: events.index(flag.event)]
-        how = next((h for e in reversed(events) if (h := _writes_into(e, pool.name, flag.page))), None)
+        how = next((h for e in reversed(_events_before(trace, j, flag)) if (h := _writes_into(e, name, page))), None)
         if how is not None:
             story.written = (j, how)
             break
-    if story.written is None:
-        # No event says so: fall back to the step where the content label changed.
+    if story.written is None and pool is not None:
         for j in range(flag.step, 0, -1):
-            if _cell(states[j], pool.content, flag.page) != _cell(states[j - 1], pool.content, flag.page):
+            if _cell(states[j], pool.content, page) != _cell(states[j - 1], pool.content, page):
                 story.written = (j, "content")
                 break
     start = story.written[0] if story.written else 0
     for j in range(start + 1, flag.step + 1):
-        before = _cell(states[j - 1], pool.holders, flag.page) or []
-        after = _cell(states[j], pool.holders, flag.page) or []
-        left = [h for h in before if h not in after]
-        if left and not after:
-            story.freed = (j, ",".join(str(h) for h in left))
-        if story.reader in after and story.reader not in before:
-            story.given = (j, story.reader)
+        for e in _events_before(trace, j, flag):
+            if page not in _pages_of(e, name):
+                continue
+            if e.kind == "free":
+                story.freed = (j, str(e.get("req", "?")))
+            elif e.kind == "alloc" and e.get("req") == reader:
+                story.given = (j, reader)
+    if story.freed is None and story.given is None and pool is not None:
+        for j in range(start + 1, flag.step + 1):
+            before = _cell(states[j - 1], pool.holders, page) or []
+            after = _cell(states[j], pool.holders, page) or []
+            left = [str(h) for h in before if h not in after]
+            if left and not after:
+                story.freed = (j, ",".join(left))
+            if reader in after and reader not in before:
+                story.given = (j, reader)
     # What the reader itself put into its pages before reading: the bug is
     # usually that it filled fewer pages than it holds.
     first = story.given[0] if story.given else start + 1
     for j in range(first, flag.step + 1):
-        events = trace.steps[j - 1].events
-        if j == flag.step:
-            events = events[: events.index(flag.event)]
-        for e in events:
-            if e.get("req") != story.reader:
+        for e in _events_before(trace, j, flag):
+            if e.get("req") != reader:
                 continue
-            for page in pool.pages:
-                how = _writes_into(e, pool.name, page)
-                if how is not None:
-                    story.filled.append((j, how if "->" in how else page))
-    holders = trace.states[flag.step].get(pool.holders)
-    if isinstance(holders, Mapping):
-        story.held = [p for p in pool.pages if story.reader in (holders.get(p) or [])]
+            if e.kind == "write" and e.get("pool") == name and (pool is None or e.get("page") in pool.pages):
+                story.filled.append((j, str(e.get("page"))))
+            elif e.kind == "transfer" and e.get("dst") == name:
+                story.filled.extend((j, str(pair)) for pair in e.get("pages", []) or [])
+    if pool is not None:
+        holders = states[flag.step].get(pool.holders)
+        if isinstance(holders, Mapping):
+            story.held = [p for p in pool.pages if reader in (holders.get(p) or [])]
     return story
 
 
@@ -496,12 +509,16 @@ def _title_label(trace: Trace, model: _Model) -> str:
         row(_font(esc(f"parameters: {params}"), size=10, colour=GREY))
     if trace.violation:
         row(_font(esc("invariant violated: ") + f"<B>{esc(trace.violation)}</B>", size=14, colour=RED))
-    elif model.deadlock:
-        row(_font(esc("deadlock"), size=14, colour=ORANGE, bold=True))
     text, colour = _headline(trace, model)
     row(_font(esc(text), size=18, colour=colour, bold=True))
     for line in _story_lines(trace, model):
         row(_font(esc(line), size=12, colour=RED))
+    if trace.steps:
+        for pool in model.pools:
+            for page in pool.pages:
+                wrong = _anomaly(trace.states[-1], pool, page)
+                if wrong is not None:
+                    row(_font(esc(f"after step {len(trace.steps)}: {wrong} ({pool.name} pool)"), size=12, colour=RED))
     for step, req, status in model.replies:
         if step == len(trace.steps) and trace.violation:
             row(_font(esc(f"...and {req}'s client gets HTTP {status} (step {step}): nothing reports the error"), size=12, colour=RED, bold=True))
@@ -556,6 +573,21 @@ def _lane_text(trace: Trace, model: _Model, i: int, lane: str) -> str:
     return "<BR/>".join(lines)
 
 
+def _anomaly(state: Mapping[str, Any], pool: _Pool, page: str) -> str | None:
+    """What is wrong with a page's bookkeeping in ``state``, whatever the spec says."""
+    holders = [str(h) for h in (_cell(state, pool.holders, page) or [])]
+    free = _cell(state, pool.free, page) or 0
+    if len(holders) > 1:
+        return f"{page} is held by {' and '.join(holders)} at once"
+    if holders and free:
+        return f"{page} is held by {holders[0]} and also on the free list"
+    if free > 1:
+        return f"{page} is on the free list {free} times"
+    if not holders and not free:
+        return f"{page} is held by nobody and not on the free list (lost)"
+    return None
+
+
 def _page_cell(trace: Trace, model: _Model, i: int, pool: _Pool, page: str) -> str:
     """One page after step ``i``: holder, whose KV it holds, what the step did to it."""
     state = trace.states[i]
@@ -591,8 +623,8 @@ def _page_cell(trace: Trace, model: _Model, i: int, pool: _Pool, page: str) -> s
         bg, border, width = _ORANGE_PALE, ORANGE, 3
     elif in_story:
         border, width = RED, 3
-    if (holders and free) or free > 1 or (not holders and not free):
-        # Double ownership, double free or a leaked page: wrong whatever happens next.
+    if _anomaly(state, pool, page) is not None:
+        # Double ownership, double free or a lost page: wrong whatever happens next.
         border, width = RED, 3
         if bg == "white":
             bg = _RED_PALE
@@ -663,23 +695,36 @@ def _legend_label(trace: Trace, model: _Model) -> str:
 
     if model.pools:
         swatches = []
+        shown = {str(_cell(state, p.content, page)) for state in trace.states for p in model.pools for page in p.pages}
         for req in model.requests:
+            if req not in shown and req not in model.lanes:
+                continue
             strong, light, pale = model.colours(req)
             swatches.append(
                 f'<TD BGCOLOR="{light}" BORDER="1" COLOR="#bbbbbb">{_font(esc(f"KV of {req}"), size=10, colour=strong)}</TD>'
                 f'<TD BGCOLOR="{pale}" BORDER="1" COLOR="#bbbbbb">{_font(esc(f"free, still KV of {req}"), size=10, colour=strong)}</TD>'
             )
-        swatches.append(f'<TD BGCOLOR="{RED}" BORDER="1">{_font(esc("offending read"), size=10, colour="white", bold=True)}</TD>')
-        swatches.append(f'<TD BGCOLOR="{_ORANGE_PALE}" BORDER="3" COLOR="{ORANGE}">'
-                        f'{_font(esc("other violation"), size=10)}</TD>')
+        primary = model.primary
+        if primary is not None:
+            what = f"offending {primary.event.kind}"
+            swatches.append(f'<TD BGCOLOR="{RED}" BORDER="1">{_font(esc(what), size=10, colour="white", bold=True)}</TD>')
+        if model.story is not None:
+            swatches.append(f'<TD BORDER="3" COLOR="{RED}">{_font(esc(f"history of {model.story.page}"), size=10)}</TD>')
+        if any(not f.primary for f in model.flags):
+            swatches.append(f'<TD BGCOLOR="{_ORANGE_PALE}" BORDER="3" COLOR="{ORANGE}">'
+                            f'{_font(esc("other violation"), size=10)}</TD>')
+        if any(_anomaly(state, p, page) for state in trace.states for p in model.pools for page in p.pages):
+            swatches.append(f'<TD BGCOLOR="{_RED_PALE}" BORDER="3" COLOR="{RED}">'
+                            f'{_font(esc("double-held, double-freed or lost page"), size=10)}</TD>')
         rows.append('<TR><TD ALIGN="LEFT" COLSPAN="2"><TABLE BORDER="0" CELLSPACING="4" CELLPADDING="3"><TR>'
                     + "".join(swatches) + "</TR></TABLE></TD></TR>")
         row(_font(esc("Page cell: who holds the page after the step (or free), then whose KV it contains. "
                       "Pages are not cleared when freed, so a page keeps the KV of its last writer."),
                   size=10, colour=GREY))
     if trace.steps:
-        row(_font(esc("Each step runs in the lane of the request its action names; "
-                      "below the action: the fields it changed."), size=10, colour=GREY))
+        lanes = ("Each step runs in the lane of the request its action names; below the action: the fields it changed."
+                 if model.requests else "Below each action: the fields it changed.")
+        row(_font(esc(lanes), size=10, colour=GREY))
     actions = model.schema.get("actions")
     if isinstance(actions, Mapping):
         used = []

@@ -332,24 +332,31 @@ class Spec:
 
     def action(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: register ``fn(s, arg: Domain, ...)`` as an action."""
-        try:
-            sig = inspect.signature(fn, eval_str=True)
-        except Exception as exc:  # noqa: BLE001 - annotations are user code
-            raise self._error(f"action {fn.__name__}: cannot read its signature: {exc}") from None
+        sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if not params:
             raise self._error(f"action {fn.__name__} must take the state view as its first argument")
         names: list[str] = []
         doms: list[Domain | Values] = []
         for p in params[1:]:
-            if not isinstance(p.annotation, (Domain, Values)):
+            annotation = p.annotation
+            if isinstance(annotation, str):
+                # `from __future__ import annotations`: resolve by the domain's declared name
+                found = self.domains.get(annotation) or self.value_sets.get(annotation)
+                if found is None:
+                    try:
+                        found = eval(annotation, fn.__globals__)  # noqa: S307 - the spec's own annotation
+                    except Exception:  # noqa: BLE001
+                        found = None
+                annotation = found if found is not None else annotation
+            if not isinstance(annotation, (Domain, Values)):
                 raise self._error(
                     f"action {fn.__name__}: argument {p.name} must be annotated with a domain "
                     f"(e.g. `{p.name}: Req`)",
                     fn.__code__.co_firstlineno,
                 )
             names.append(p.name)
-            doms.append(p.annotation)
+            doms.append(annotation)
         if fn.__name__ in self.actions:
             raise self._error(f"action {fn.__name__} declared twice", fn.__code__.co_firstlineno)
         self.actions[fn.__name__] = Action(

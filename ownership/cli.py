@@ -1,0 +1,381 @@
+"""The ``ownership`` command line.
+
+Exit codes (every command): 0 no violation within the stated bounds, 1 a
+violation (or, for ``replay``, a trace that does not replay), 2 usage or spec
+error, 3 inconclusive, 4 internal error.  Errors are one line:
+``error[OWN0xx]: file:line: message``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.20 vendors click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
+from ownership.errors import Code, ExitCode, OwnershipError
+
+
+class _Group(TyperGroup):
+    """Turns every usage error and user error into one line and a distinct exit code."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click_exc.NoSuchOption as exc:
+            possible = getattr(exc, "possibilities", None)
+            hint = f" (did you mean {', '.join(possible)}?)" if possible else ""
+            _die(OwnershipError(Code.BAD_OPTION, f"unknown option {exc.option_name}{hint}; see --help"))
+        except click_exc.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `ownership`: show the help
+                sys.stderr.write(exc.format_message() + "\n")
+                sys.exit(int(ExitCode.USAGE))
+            _die(OwnershipError(Code.BAD_OPTION, f"{exc.format_message()}; see --help"))
+        except typer.Abort:
+            sys.stderr.write("interrupted\n")
+            sys.exit(130)
+        except OwnershipError as exc:
+            _die(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug in ownership itself: say so, keep the details
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.write(f"internal error: {type(exc).__name__}: {exc} (this is a bug in ownership)\n")
+            sys.exit(int(ExitCode.INTERNAL))
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _die(exc: OwnershipError) -> None:
+    sys.stderr.write(exc.one_line() + "\n")
+    sys.exit(int(exc.exit_code))
+
+
+app = typer.Typer(
+    cls=_Group,
+    add_completion=False,
+    no_args_is_help=True,
+    help="Model checker for KV-cache page ownership protocols. Exit codes: 0 safe within the stated bounds, "
+    "1 violation, 2 usage/spec error, 3 inconclusive.",
+    pretty_exceptions_enable=False,
+)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+def _parse_params(items: list[str] | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise OwnershipError(Code.BAD_PARAM, f"--param expects NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = int(value.replace("_", ""))
+        except ValueError:
+            raise OwnershipError(Code.BAD_PARAM, f"--param {name}: {value!r} is not an integer") from None
+    return out
+
+
+class _Progress:
+    """Progress lines on stderr for runs longer than about a second."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.printed = False
+
+    def __call__(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        rate = p.states / p.seconds if p.seconds else 0.0
+        line = (
+            f"  ... {p.states:,} states, {p.transitions:,} transitions, depth {p.depth}, "
+            f"frontier {p.frontier:,}, {rate:,.0f} states/s, {p.seconds:.0f}s"
+        )
+        if self.tty:
+            sys.stderr.write("\r" + line + "\033[K")
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        self.printed = True
+
+    def done(self) -> None:
+        if self.enabled and self.tty and self.printed:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+@dataclass(frozen=True)
+class _CheckSettings:
+    engine: str
+    params: dict[str, int]
+    max_depth: int | None
+    max_states: int | None
+    max_seconds: float | None
+    symmetry: bool
+    deadlock: bool
+    invariants: tuple[str, ...] | None
+    out: Path | None
+    formats: tuple[str, ...]
+    render: bool
+    progress: bool
+
+    def reproduce_flags(self) -> list[str]:
+        flags: list[str] = []
+        if self.engine != "explore":
+            flags += ["--engine", self.engine]
+        if not self.symmetry:
+            flags.append("--no-symmetry")
+        if self.deadlock:
+            flags.append("--deadlock")
+        for name, value in (("--max-depth", self.max_depth), ("--max-states", self.max_states), ("--max-seconds", self.max_seconds)):
+            if value is not None:
+                flags += [name, str(value)]
+        for inv in self.invariants or ():
+            flags += ["--invariant", inv]
+        return flags
+
+
+def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False) -> tuple[ExitCode, Any]:
+    """Load, check, print and (for a violation) save one spec; returns its exit code."""
+    from ownership.engines import run_engine
+    from ownership.engines.explore import ExploreOptions
+    from ownership.render.text import reproduce_command, result_report
+    from ownership.spec.instance import Instance
+    from ownership.spec.loader import load_spec
+
+    spec = load_spec(spec_path)
+    inst = Instance(spec, settings.params)
+    options = ExploreOptions(
+        max_depth=settings.max_depth,
+        max_states=settings.max_states,
+        max_seconds=settings.max_seconds,
+        symmetry=settings.symmetry,
+        deadlock=settings.deadlock,
+        invariants=settings.invariants,
+    )
+    progress = _Progress(settings.progress and not quiet)
+    try:
+        result = run_engine(settings.engine, inst, options, progress=progress)
+    finally:
+        progress.done()
+    if quiet:
+        return result.exit_code, result
+    doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
+    ghosts = [v.name for v in spec.vars.values() if v.ghost]
+    for line in result_report(result, invariant_doc=doc, ghosts=ghosts):
+        typer.echo(line)
+    if result.trace is not None:
+        out_dir = settings.out if settings.out is not None else Path("counterexamples") / spec.name
+        if settings.render:
+            from ownership.render.files import write_counterexample
+
+            try:
+                written = write_counterexample(result.trace, out_dir, formats=settings.formats)
+            except OwnershipError as exc:
+                typer.echo("")
+                sys.stderr.write(exc.one_line() + " (trace.json and trace.dot were still written)\n")
+                written = [p for p in (out_dir / "trace.json", out_dir / "trace.dot") if p.exists()]
+            typer.echo("")
+            typer.echo("  wrote " + ", ".join(str(p) for p in written))
+            typer.echo(f"  replay: ownership replay {out_dir / 'trace.json'}")
+    typer.echo(
+        "  reproduce: "
+        + reproduce_command(str(spec_path), inst.param_values, spec.default_params(), settings.reproduce_flags())
+    )
+    return result.exit_code, result
+
+
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", help="Set a spec parameter: NAME=VALUE (repeatable)."),
+]
+
+
+@app.command()
+def check(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files (Python modules defining `spec`).")],
+    engine: Annotated[str, typer.Option(help="Engine: explore (exhaustive breadth-first).")] = "explore",
+    param: ParamOpt = None,
+    max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
+    max_states: Annotated[int | None, typer.Option(help="Stop after this many distinct states.")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry", help="Merge states equal up to permuting symmetric domains.")] = True,
+    deadlock: Annotated[bool, typer.Option("--deadlock", help="Also report states where requests are pending and nothing can run.")] = False,
+    invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Check only this invariant (repeatable).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Directory for trace.json/.dot/.svg (default counterexamples/<spec>/).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Picture format besides the DOT file: svg, png or svg,png.")] = "svg",
+    render: Annotated[bool, typer.Option("--render/--no-render", help="Write the counterexample files.")] = True,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress lines on stderr for long runs.")] = True,
+) -> None:
+    """Check specs; print the verdict, what was covered, and any counterexample."""
+    formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
+    for f in formats:
+        if f not in ("svg", "png"):
+            raise OwnershipError(Code.BAD_OPTION, f"--format {f!r}: use svg, png or svg,png")
+    for name, value in (("--max-depth", max_depth), ("--max-states", max_states), ("--max-seconds", max_seconds)):
+        if value is not None and value < 0:
+            raise OwnershipError(Code.BAD_OPTION, f"{name} must be non-negative")
+    settings = _CheckSettings(
+        engine, _parse_params(param), max_depth, max_states, max_seconds, symmetry, deadlock,
+        tuple(invariant) if invariant else None, out, formats, render, progress,
+    )
+    worst = ExitCode.OK
+    for i, spec_path in enumerate(specs):
+        if i:
+            typer.echo("")
+        code, _ = _run_check(spec_path, settings)
+        worst = _worse(worst, code)
+    raise typer.Exit(int(worst))
+
+
+def _worse(a: ExitCode, b: ExitCode) -> ExitCode:
+    rank = {ExitCode.OK: 0, ExitCode.INCONCLUSIVE: 1, ExitCode.VIOLATION: 2, ExitCode.USAGE: 3, ExitCode.INTERNAL: 4}
+    return a if rank[a] >= rank[b] else b
+
+
+@app.command("list")
+def list_specs(
+    directory: Annotated[Path, typer.Argument(help="Folder of spec files.")] = Path("specs"),
+) -> None:
+    """List specs with their summary, source, parameters, invariants and expected verdict."""
+    from ownership.spec.loader import load_spec, spec_files
+
+    for path in spec_files(directory):
+        spec = load_spec(path)
+        typer.echo(f"{spec.name}  ({path})")
+        if spec.summary:
+            typer.echo(f"  {spec.summary}")
+        if spec.models is not None:
+            typer.echo(f"  models:     {spec.models.describe()}")
+            if spec.models.links:
+                typer.echo(f"  sources:    {', '.join(spec.models.links)}")
+        typer.echo(f"  expect:     {spec.expect.describe() if spec.expect else '(not declared)'}")
+        typer.echo("  params:     " + ", ".join(f"{p.name}={p.default}" for p in spec.params.values()))
+        typer.echo("  invariants: " + ", ".join(
+            n + (" (helper)" if i.helper else "") for n, i in spec.invariants.items()))
+        typer.echo(f"  actions:    {', '.join(spec.actions)}")
+        typer.echo("")
+
+
+@app.command()
+def replay(
+    trace_file: Annotated[Path, typer.Argument(help="A trace.json written by `ownership check`.")],
+    spec_path: Annotated[Path | None, typer.Option("--spec", help="Spec file (default: the path recorded in the trace).")] = None,
+) -> None:
+    """Re-execute a saved trace on its spec and confirm its violation (exit 0), or say where it diverges (exit 1)."""
+    from ownership.core.replay import replay as do_replay
+    from ownership.core.trace import Trace
+    from ownership.spec.instance import Instance
+    from ownership.spec.loader import load_spec
+
+    trace = Trace.load(trace_file)
+    path = spec_path or _locate_spec(trace.spec_path, trace_file)
+    spec = load_spec(path)
+    if spec.name != trace.spec:
+        raise OwnershipError(
+            Code.TRACE_SPEC_MISSING, f"trace is for spec {trace.spec!r} but {path} defines {spec.name!r}", str(trace_file)
+        )
+    try:
+        inst = Instance(spec, trace.params)
+    except OwnershipError as exc:
+        raise OwnershipError(Code.TRACE_CORRUPT, f"trace parameters do not fit the spec: {exc.message}", str(trace_file)) from None
+    outcome = do_replay(inst, trace)
+    if outcome.ok:
+        typer.echo(f"REPLAYED  {trace_file}: {outcome.message}")
+        raise typer.Exit(0)
+    typer.echo(f"DIVERGED  {trace_file}: {outcome.message}")
+    raise typer.Exit(int(ExitCode.VIOLATION))
+
+
+def _locate_spec(recorded: str | None, trace_file: Path) -> Path:
+    if not recorded:
+        raise OwnershipError(Code.TRACE_SPEC_MISSING, "trace records no spec path; pass --spec", str(trace_file))
+    candidates = [Path(recorded)]
+    for parent in trace_file.resolve().parents:
+        candidates.append(parent / recorded)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise OwnershipError(Code.TRACE_SPEC_MISSING, f"spec {recorded} not found; pass --spec", str(trace_file))
+
+
+@app.command()
+def render(
+    trace_file: Annotated[Path, typer.Argument(help="A trace.json written by `ownership check`.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="svg, png or dot.")] = "svg",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (default: next to the trace).")] = None,
+) -> None:
+    """Redraw a saved trace as SVG, PNG or DOT."""
+    from ownership.core.trace import Trace
+    from ownership.render.dot import trace_to_dot
+    from ownership.render.graphviz_bin import render as run_dot
+
+    if fmt not in ("svg", "png", "dot"):
+        raise OwnershipError(Code.BAD_OPTION, f"--format {fmt!r}: use svg, png or dot")
+    trace = Trace.load(trace_file)
+    source = trace_to_dot(trace)
+    target = out or trace_file.with_suffix(f".{fmt}")
+    data = source.encode() if fmt == "dot" else run_dot(source, fmt)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    typer.echo(f"wrote {target}")
+
+
+@app.command("test")
+def test_specs(
+    directory: Annotated[Path, typer.Argument(help="Folder of spec files.")] = Path("specs"),
+    param: ParamOpt = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Per-spec time limit (a spec that hits it fails).")] = None,
+    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
+) -> None:
+    """Check every spec against its declared expected verdict; exit 0 only if all match."""
+    from ownership.spec.loader import spec_files
+
+    settings = _CheckSettings(
+        "explore", _parse_params(param), None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False
+    )
+    failures = passed = 0
+    files = spec_files(directory)
+    if not files:
+        raise OwnershipError(Code.BAD_OPTION, "no spec files here", str(directory))
+    for path in files:
+        from ownership.spec.loader import load_spec
+
+        spec = load_spec(path)
+        started = time.perf_counter()
+        if spec.expect is None:
+            typer.echo(f"SKIP  {spec.name}: declares no expected verdict")
+            continue
+        _, result = _run_check(path, settings, quiet=True)
+        got = "safe" if result.violated is None else f"violates {result.violated}"
+        want = spec.expect.describe()
+        exhaustive = result.stop_reason.name == "EXHAUSTED"
+        ok = (spec.expect.safe and result.violated is None and exhaustive) or (
+            not spec.expect.safe and result.violated == spec.expect.violates
+        )
+        took = time.perf_counter() - started
+        status = "PASS" if ok else "FAIL"
+        detail = f"{got} ({result.stats.states:,} states, depth {result.stats.depth}"
+        detail += f", {len(result.trace)} steps" if result.trace is not None else ""
+        detail += f", {took:.2f}s)"
+        if not ok and spec.expect.safe and result.violated is None:
+            detail += f"; not exhaustive: {result.stop_reason.value}"
+        typer.echo(f"{status}  {spec.name}: expected {want}, got {detail}")
+        failures += not ok
+        passed += ok
+    skipped = len(files) - passed - failures
+    typer.echo(f"specs: {passed} passed, {failures} failed" + (f", {skipped} skipped" if skipped else ""))
+    raise typer.Exit(int(ExitCode.VIOLATION) if failures else 0)

@@ -1,0 +1,113 @@
+"""Terminal output: verdict headline, coverage, and the trace as a table of steps."""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ownership.core.result import CheckResult, Verdict
+from ownership.core.trace import Trace, changed_fields
+from ownership.spec.instance import Event
+
+WIDTH = 100
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return "{" + ",".join(str(v) for v in value) + "}"
+    return str(value)
+
+
+def headline(result: CheckResult) -> str:
+    """``VIOLATED  no_foreign_read  in sglang_disagg_v0_5_21 (explore)``."""
+    if result.verdict is Verdict.VIOLATED:
+        what = "deadlock" if result.violated == "deadlock" else result.violated
+        return f"VIOLATED  {what}  in {result.spec} ({result.engine})"
+    return f"{result.verdict.name}  {result.spec} ({result.engine})"
+
+
+def describe_event(ev: Event) -> str | None:
+    """One line for the events a reader cares about (reads that break something, replies)."""
+    if ev.kind == "read" and ev.violates:
+        content = ev.get("content")
+        held = f"{content}'s KV" if content else "nothing ever written"
+        return f"{ev.get('req')} reads {ev.get('page')}, which holds {held}  <-- {ev.violates}"
+    if ev.kind == "write" and ev.violates:
+        return f"{ev.get('req')} writes {ev.get('page')} without owning it  <-- {ev.violates}"
+    if ev.kind == "reply":
+        return f"client of {ev.get('req')} gets HTTP {ev.get('status')}"
+    if ev.kind == "alloc":
+        return f"{ev.get('req')} takes {ev.get('pool')} pages {', '.join(ev.get('pages') or [])} (page-table order)"
+    if ev.kind == "free":
+        return f"{ev.get('req')} returns {ev.get('pool')} pages {', '.join(ev.get('pages') or [])} to the free list"
+    if ev.kind == "transfer":
+        return f"KV of {ev.get('req')} copied {ev.get('src')}->{ev.get('dst')}: {', '.join(ev.get('pages') or []) or 'no pages'}"
+    return None
+
+
+def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
+    """The trace as numbered steps with the fields each step changed.
+
+    Page-pool bookkeeping (free counts, holders, slots) is summarised by the
+    step's alloc/free events instead of cell by cell; content changes stay.
+    """
+    lines = [f"  {'#':>3}  {'action':<32} changes"]
+    lines.append(f"  {0:>3}  {'(initial state)':<32}")
+    hidden = set(ghosts)
+    for pool in trace.extra.get("schema", {}).get("pools", []):
+        hidden.update((pool["free"], pool["holders"], pool["slot"]))
+    prev: Mapping[str, Any] = trace.initial
+    for i, step in enumerate(trace.steps, start=1):
+        changes = [
+            f"{name}: {_fmt(a)}->{_fmt(b)}"
+            for name, a, b in changed_fields(prev, step.state)
+            if name.split("[")[0] not in hidden
+        ]
+        text = ", ".join(changes) if changes else ""
+        wrapped = textwrap.wrap(text, width=WIDTH - 40) or [""]
+        lines.append(f"  {i:>3}  {step.call:<32} {wrapped[0]}")
+        lines.extend(f"  {'':>3}  {'':<32} {w}" for w in wrapped[1:])
+        for ev in step.events:
+            desc = describe_event(ev)
+            if desc:
+                lines.append(f"  {'':>3}  {'':<32} ! {desc}" if ev.violates else f"  {'':>3}  {'':<32} > {desc}")
+        prev = step.state
+    return lines
+
+
+def reproduce_command(
+    spec_path: str,
+    params: Mapping[str, int],
+    defaults: Mapping[str, int],
+    extra: Sequence[str] = (),
+) -> str:
+    """The one-line command that reruns a check with the same settings."""
+    parts = ["ownership", "check", spec_path]
+    for k, v in params.items():
+        if defaults.get(k) != v:
+            parts += ["--param", f"{k}={v}"]
+    parts += list(extra)
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def result_report(result: CheckResult, *, invariant_doc: str = "", ghosts: Iterable[str] = ()) -> list[str]:
+    """Everything ``ownership check`` prints for one spec, verdict first."""
+    lines = [headline(result)]
+    if invariant_doc and result.verdict is Verdict.VIOLATED:
+        lines.append("  " + invariant_doc.splitlines()[0])
+    lines.append("  " + result.coverage())
+    for note in result.notes:
+        lines.append(f"  ({note})")
+    if result.trace is not None:
+        kind = "deadlock" if result.trace.extra.get("deadlock") else "counterexample"
+        shortest = " (shortest: breadth-first)" if result.engine == "explore" else ""
+        lines.append("")
+        lines.append(f"  {kind.capitalize()}: {len(result.trace)} steps{shortest}, replayed through the spec")
+        lines.extend(trace_table(result.trace, ghosts=ghosts))
+    return lines
