@@ -179,18 +179,17 @@ def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False
         typer.echo(line)
     if result.trace is not None:
         out_dir = settings.out if settings.out is not None else Path("counterexamples") / spec.name
-        if settings.render:
-            from ownership.render.files import write_counterexample
+        from ownership.render.files import write_counterexample
 
-            try:
-                written = write_counterexample(result.trace, out_dir, formats=settings.formats)
-            except OwnershipError as exc:
-                typer.echo("")
-                sys.stderr.write(exc.one_line() + " (trace.json and trace.dot were still written)\n")
-                written = [p for p in (out_dir / "trace.json", out_dir / "trace.dot") if p.exists()]
-            typer.echo("")
-            typer.echo("  wrote " + ", ".join(str(p) for p in written))
-            typer.echo(f"  replay: ownership replay {out_dir / 'trace.json'}")
+        formats = settings.formats if settings.render else ()
+        try:
+            written = write_counterexample(result.trace, out_dir, formats=formats)
+        except OwnershipError as exc:
+            sys.stderr.write(exc.one_line() + " (trace.json and trace.dot were still written)\n")
+            written = [p for p in (out_dir / "trace.json", out_dir / "trace.dot") if p.exists()]
+        typer.echo("")
+        typer.echo("  wrote " + ", ".join(str(p) for p in written))
+        typer.echo(f"  replay: ownership replay {out_dir / 'trace.json'}")
     typer.echo(
         "  reproduce: "
         + reproduce_command(str(spec_path), inst.param_values, spec.default_params(), settings.reproduce_flags())
@@ -217,7 +216,7 @@ def check(
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Check only this invariant (repeatable).")] = None,
     out: Annotated[Path | None, typer.Option(help="Directory for trace.json/.dot/.svg (default counterexamples/<spec>/).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Picture format besides the DOT file: svg, png or svg,png.")] = "svg",
-    render: Annotated[bool, typer.Option("--render/--no-render", help="Write the counterexample files.")] = True,
+    render: Annotated[bool, typer.Option("--render/--no-render", help="Draw the picture (trace.json and trace.dot are always written).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress lines on stderr for long runs.")] = True,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""

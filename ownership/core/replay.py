@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ownership.core.trace import Step, Trace, changed_fields
 from ownership.errors import Code, OwnershipError
@@ -19,7 +20,7 @@ from ownership.spec.instance import ActionInstance, Instance, State
 
 def build_trace(
     inst: Instance,
-    path: Sequence[tuple[int, Sequence[int]]],
+    path: Sequence[tuple[int, Sequence[Any]]],
     *,
     engine: str,
     violation: str | None,

@@ -28,7 +28,7 @@ class Step:
 
     action: str
     args: tuple[Any, ...]
-    picks: tuple[int, ...]
+    picks: tuple[Any, ...]
     events: tuple[Event, ...]
     state: Mapping[str, Any]
 
@@ -117,7 +117,7 @@ class Trace:
                     Step(
                         action=str(raw["action"]),
                         args=tuple(raw.get("args", [])),
-                        picks=tuple(int(x) for x in raw.get("picks", [])),
+                        picks=tuple(raw.get("picks", [])),
                         events=tuple(Event.from_json(e) for e in raw.get("events", [])),
                         state=dict(raw["state"]),
                     )

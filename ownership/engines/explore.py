@@ -13,10 +13,11 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
-from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
 
@@ -50,6 +51,16 @@ ProgressFn = Callable[[Progress], None]
 
 def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
     """Check every invariant of ``inst`` on every reachable state, breadth-first."""
+    plan = plan_symmetry(inst)
+    # Choices among identical pages are merged only while pages are reduced by symmetry.
+    inst.set_choice_reduction(plan.sorted if options.symmetry else ())
+    try:
+        return _explore(inst, options, progress, plan)
+    finally:
+        inst.set_choice_reduction(())
+
+
+def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | None, plan: SymmetryPlan) -> CheckResult:
     spec = inst.spec
     if options.invariants is not None:
         unknown = [n for n in options.invariants if n not in spec.invariants]
@@ -62,7 +73,6 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     else:
         checked = list(spec.invariants.values())
     names = tuple(i.name for i in checked)
-    plan = plan_symmetry(inst)
     canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
     opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
     notes = [plan.describe() if options.symmetry else "symmetry reduction off"]
@@ -85,7 +95,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     seen: dict[int, int] = {hash(canon(init)): 0}
     parent = array("q", [-1])
     via_action = array("i", [-1])
-    via_picks: dict[int, tuple[int, ...]] = {}
+    via_picks: dict[int, tuple[Any, ...]] = {}
     transitions = 0
 
     def finish(verdict: Verdict, reason: StopReason, depth: int, bad: str | None = None, at: int | None = None,
@@ -99,7 +109,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
                 f"then the search {reason.value} while exploring depth {depth}"
             )
         if at is not None:
-            path: list[tuple[int, tuple[int, ...]]] = []
+            path: list[tuple[int, tuple[Any, ...]]] = []
             node = at
             while node > 0:
                 path.append((via_action[node], via_picks.get(node, ())))

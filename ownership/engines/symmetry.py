@@ -118,6 +118,11 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
             return f"(-1 if {cell} is None else {cell})"
         return cell
 
+    def value_expr_plain(vtype: Any) -> str:
+        if isinstance(vtype, Ref) and vtype.optional:
+            return "(-1 if {0} is None else {0})"
+        return "{0}"
+
     rest_exprs: list[str] = []
     row_exprs: dict[str, list[str]] = {d: [] for d in sort_doms}
     for v in spec.vars.values():
@@ -145,7 +150,29 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
             else:
                 rest_exprs.append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
 
-    lines = ["def canon(st):", "    best = None", "    for (" + ", ".join(unpack) + ",) in PERMS:"]
+    # Per permuted domain, a permutation-invariant signature of each element (its own
+    # cells that name no element of the domain): only orderings that sort elements by
+    # signature are tried, so the usual case is one ordering instead of n!.
+    sig_exprs: dict[str, list[str]] = {}
+    for dname in perm_doms:
+        cols = []
+        for v in spec.vars.values():
+            if [d.name for d in v.index] == [dname] and v.type.refers_to() != dname:
+                lay = inst.layouts[v.name]
+                cols.append((lay.offset, value_expr_plain(v.type)))
+        sig_exprs[dname] = [
+            "(" + "".join(f.format(f"st[{off + e}]") + ", " for off, f in cols) + ")" for e in range(sizes[dname])
+        ]
+
+    lines = ["def canon(st):", "    best = None"]
+    for k, dname in enumerate(perm_doms):
+        lines.append(f"    sigs{k} = [{', '.join(sig_exprs[dname])}]")
+        lines.append(f"    cands{k} = ORDERINGS(sigs{k})")
+    if perm_doms:
+        lines.append("    for combo in PRODUCT(" + ", ".join(f"cands{k}" for k in range(len(perm_doms))) + "):")
+        lines.append("        (" + ", ".join(unpack) + ",) = PERMINFO[combo]")
+    else:
+        lines.append("    for _ in (None,):")
     parts = ["(" + "".join(e + ", " for e in rest_exprs) + ")"]
     for d in sort_doms:
         row = "(" + "".join(e + ", " for e in row_exprs[d]) + ")"
@@ -156,11 +183,37 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
     lines.append("            best = key")
     lines.append("    return best")
     source = "\n".join(lines)
-    namespace: dict[str, Any] = {"PERMS": perms if perms else [()]}
-    if not perm_doms:
-        source = source.replace("    for (,) in PERMS:", "    for _ in PERMS:")
+    # PERMINFO maps a tuple of orderings (one per permuted domain; ordering[j] = the old
+    # element placed at position j) to the unpacked inverse indices and value maps.
+    perm_info: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
+    for combo, entry in zip(itertools.product(*per_dom_perms), perms, strict=True):
+        key = []
+        for dname, pm in zip(perm_doms, combo, strict=True):
+            inv = [0] * sizes[dname]
+            for old, new in enumerate(pm):
+                inv[new] = old
+            key.append(tuple(inv))
+        perm_info[tuple(key)] = entry
+    namespace: dict[str, Any] = {"PERMINFO": perm_info, "ORDERINGS": _orderings, "PRODUCT": itertools.product}
     exec(compile(source, f"<symmetry:{spec.name}>", "exec"), namespace)  # noqa: S102 - generated from the spec layout
     return namespace["canon"]  # type: ignore[no-any-return]
+
+
+def _orderings(sigs: list[Any]) -> list[tuple[int, ...]]:
+    """Orderings of elements sorted by signature; all permutations within ties."""
+    order = sorted(range(len(sigs)), key=sigs.__getitem__)
+    groups: list[list[int]] = []
+    for e in order:
+        if groups and sigs[groups[-1][0]] == sigs[e]:
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    if len(groups) == len(order):
+        return [tuple(order)]
+    return [
+        tuple(itertools.chain.from_iterable(combo))
+        for combo in itertools.product(*[itertools.permutations(g) for g in groups])
+    ]
 
 
 def orbit_size_bound(inst: Instance, plan: SymmetryPlan) -> int:

@@ -11,7 +11,7 @@ shown: this module is the reference semantics.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +156,9 @@ class View:
         object.__setattr__(self, "_picks", [])
         object.__setattr__(self, "_counts", [])
         object.__setattr__(self, "_prefix", [])
+        object.__setattr__(self, "_chosen", [])
+        object.__setattr__(self, "_forced", None)
+        object.__setattr__(self, "_reduce", frozenset())
         object.__setattr__(self, "_scalars", {})
         object.__setattr__(self, "_reads", [])
         cur = self.cur
@@ -194,18 +197,35 @@ class View:
         """Display name of an element (``"-"`` for None)."""
         return "-" if element is None else self._inst.names[domain.name][element]
 
-    def choose(self, options: Sequence[Any], label: str = "choice") -> Any:
+    def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         """Nondeterministic choice: every option is explored as its own successor.
 
-        An empty ``options`` disables the action.
+        An empty ``options`` disables the action.  Options should be domain
+        elements or ints (the trace records the chosen value).  Passing the
+        ``domain`` of the options lets a symmetry-reducing search try only one
+        of several elements that are indistinguishable right now.
         """
         if not options:
             raise Disabled
         pos = len(self._picks)
+        forced = self._forced
+        if forced is not None:
+            # Replaying a recorded trace: take the recorded value if it is allowed here.
+            if pos >= len(forced) or forced[pos] not in options:
+                raise Disabled
+            value = forced[pos]
+            self._picks.append(0)
+            self._counts.append(1)
+            self._chosen.append(value)
+            return value
+        if domain is not None and domain.name in self._reduce:
+            options = self._inst.distinct_elements(domain.name, options, self.cur)
         idx = self._prefix[pos] if pos < len(self._prefix) else 0
+        value = options[idx]
         self._picks.append(idx)
         self._counts.append(len(options))
-        return options[idx]
+        self._chosen.append(value)
+        return value
 
     def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
         """Record an event for the trace picture (reads, writes, replies)."""
@@ -227,7 +247,7 @@ class Successor:
     """One outcome of running an action instance: the new state and what it did."""
 
     state: State
-    picks: tuple[int, ...]
+    picks: tuple[Any, ...]
     events: tuple[Event, ...]
 
 
@@ -275,6 +295,18 @@ class Instance:
             self.layouts[v.name] = lay
             off += lay.length
         self.width = off
+        # Positions of every cell indexed by each element (one domain axis at a time).
+        self.element_cells: dict[str, list[list[int]]] = {}
+        for d in spec.domains.values():
+            cells: list[list[int]] = [[] for _ in range(self.sizes[d.name])]
+            for v in spec.vars.values():
+                lay = self.layouts[v.name]
+                axes = [x.name for x in v.index]
+                if axes.count(d.name) != 1:
+                    continue
+                for k, key in enumerate(itertools.product(*[range(n) for n in lay.shape])):
+                    cells[key[axes.index(d.name)]].append(lay.offset + k)
+            self.element_cells[d.name] = cells
         self.init_state: State = tuple(
             itertools.chain.from_iterable([v.init] * self.layouts[v.name].length for v in spec.vars.values())
         )
@@ -363,6 +395,7 @@ class Instance:
             if picks:
                 picks.clear()
                 counts.clear()
+                view._chosen.clear()
             if prefix:
                 prefix.clear()
             if events:
@@ -396,6 +429,7 @@ class Instance:
         picks = view._picks
         counts = view._counts
         prefix_list = view._prefix
+        chosen = view._chosen
         pending: list[tuple[int, ...]] = [()]
         while pending:
             prefix = pending.pop()
@@ -403,6 +437,7 @@ class Instance:
             view.events.clear()
             picks.clear()
             counts.clear()
+            chosen.clear()
             prefix_list[:] = prefix
             fired = True
             try:
@@ -418,15 +453,58 @@ class Instance:
                     for alt in range(counts[pos] - 1, 0, -1):
                         pending.append(tuple(picks[:pos]) + (alt,))
             if fired:
-                out.append(Successor(tuple(cur), tuple(picks), tuple(view.events)))
+                out.append(Successor(tuple(cur), tuple(chosen), tuple(view.events)))
         prefix_list.clear()
 
-    def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[int]) -> Successor | None:
-        """Re-run ``ai`` with exactly these ``picks``; ``None`` if it is disabled."""
-        for succ in self.successors_of(state, ai):
-            if succ.picks == tuple(picks):
-                return succ
-        return None
+    def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[Any]) -> Successor | None:
+        """Re-run ``ai`` making exactly the recorded choices ``picks`` (chosen values).
+
+        Returns ``None`` if the action is disabled or a recorded value is not
+        among the options at that point.
+        """
+        view = self.view
+        view.cur[:] = state
+        view.events.clear()
+        view._picks.clear()
+        view._counts.clear()
+        view._chosen.clear()
+        view._prefix.clear()
+        object.__setattr__(view, "_forced", tuple(picks))
+        try:
+            ai.action.fn(view, *ai.args)
+        except Disabled:
+            return None
+        except OwnershipError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - spec code is user code
+            raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
+        finally:
+            object.__setattr__(view, "_forced", None)
+        if len(view._chosen) != len(picks):
+            return None
+        return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+
+    def set_choice_reduction(self, domains: Iterable[str]) -> None:
+        """Let ``s.choose(..., domain=D)`` try one of each class of identical elements of D.
+
+        Only sound while a search reduces states by the symmetry of those
+        domains: choosing between two elements whose cells are identical
+        leads to states that differ by swapping them, which the search
+        merges anyway.  The explorer turns it on and off around a search.
+        """
+        object.__setattr__(self.view, "_reduce", frozenset(domains))
+
+    def distinct_elements(self, domain: str, options: Sequence[int], cur: Sequence[Any]) -> list[int]:
+        """``options`` with all but the first of each group of identical elements removed."""
+        rows = self.element_cells[domain]
+        seen: set[tuple[Any, ...]] = set()
+        out: list[int] = []
+        for e in options:
+            sig = tuple([cur[i] for i in rows[e]])
+            if sig not in seen:
+                seen.add(sig)
+                out.append(e)
+        return out
 
     def violated(self, state: State) -> str | None:
         """Name of the first invariant ``state`` violates, or ``None``."""

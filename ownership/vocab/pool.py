@@ -180,7 +180,7 @@ class PagePool:
         taken: list[int] = []
         for i in range(n):
             options = [p for p in s.all(self.Page) if free[p] > 0 and p not in taken]
-            p = s.choose(options, label=f"{self.name} page for slot {first_slot + i}")
+            p = s.choose(options, label=f"{self.name} page for slot {first_slot + i}", domain=self.Page)
             free[p] -= 1
             holders[p] |= 1 << r
             slot[p] = first_slot + i
