@@ -91,9 +91,10 @@ class _Pool:
 
 @dataclass(frozen=True)
 class _Flag:
-    """A read or write event that breaks an invariant, located in the picture."""
+    """An event that breaks an invariant, located in the trace."""
 
     step: int
+    pos: int  # index of the event within its step
     event: Event
     invariant: str
     primary: bool
@@ -118,7 +119,8 @@ class _Story:
     content: str | None
     reader: str
     read_step: int
-    written: tuple[int, str] | None = None  # step, how
+    written: tuple[int, str] | None = None  # step, how ("write" or "P0->D0")
+    writer: str | None = None
     freed: tuple[int, str] | None = None
     given: tuple[int, str] | None = None
     filled: list[tuple[int, str]] = field(default_factory=list)  # reader's own writes after ``given``
@@ -226,11 +228,13 @@ def _flags(trace: Trace) -> list[_Flag]:
     The primary one is the first such event of the last step (the step that
     reached the violating state), else the latest one anywhere.
     """
-    found = [(i, e) for i, step in enumerate(trace.steps, start=1) for e in step.events if e.violates]
-    own = [k for k, (_, e) in enumerate(found) if e.violates == trace.violation]
+    found = [
+        (i, pos, e) for i, step in enumerate(trace.steps, start=1) for pos, e in enumerate(step.events) if e.violates
+    ]
+    own = [k for k, (_, _, e) in enumerate(found) if e.violates == trace.violation]
     in_last = [k for k in own if found[k][0] == len(trace.steps)]
     primary = in_last[0] if in_last else (own[-1] if own else None)
-    return [_Flag(i, e, str(e.violates), k == primary) for k, (i, e) in enumerate(found)]
+    return [_Flag(i, pos, e, str(e.violates), k == primary) for k, (i, pos, e) in enumerate(found)]
 
 
 def _pages_of(e: Event, pool: str) -> list[str]:
@@ -272,7 +276,7 @@ def _cell(state: Mapping[str, Any], var: str, key: str) -> Any:
 def _events_before(trace: Trace, j: int, flag: _Flag) -> Sequence[Event]:
     """Step ``j``'s events, cut just before ``flag``'s event when ``j`` is its step."""
     events = trace.steps[j - 1].events
-    return events[: events.index(flag.event)] if j == flag.step else events
+    return events[: flag.pos] if j == flag.step else events
 
 
 def _story(trace: Trace, model: _Model) -> _Story | None:
@@ -291,14 +295,16 @@ def _story(trace: Trace, model: _Model) -> _Story | None:
     story = _Story(name, page, None if content is None else str(content), reader, flag.step)
     states = trace.states
     for j in range(flag.step, 0, -1):
-        how = next((h for e in reversed(_events_before(trace, j, flag)) if (h := _writes_into(e, name, page))), None)
-        if how is not None:
-            story.written = (j, how)
+        hit = next(
+            ((h, e) for e in reversed(_events_before(trace, j, flag)) if (h := _writes_into(e, name, page))), None
+        )
+        if hit is not None:
+            story.written, story.writer = (j, hit[0]), str(hit[1].get("req", "?"))
             break
     if story.written is None and pool is not None:
         for j in range(flag.step, 0, -1):
             if _cell(states[j], pool.content, page) != _cell(states[j - 1], pool.content, page):
-                story.written = (j, "content")
+                story.written, story.writer = (j, "content"), story.content
                 break
     start = story.written[0] if story.written else 0
     for j in range(start + 1, flag.step + 1):
@@ -406,6 +412,8 @@ def _wrap(items: Sequence[str], width: int = _WRAP) -> list[str]:
 
 def _font(text: str, *, size: int | None = None, colour: str | None = None, bold: bool = False) -> str:
     """Already-escaped ``text`` wrapped in FONT/B tags."""
+    if not text:
+        return ""  # Graphviz rejects an empty <FONT></FONT> or <B></B>
     if bold:
         text = f"<B>{text}</B>"
     attrs = ""
@@ -466,10 +474,13 @@ def _story_lines(trace: Trace, model: _Model) -> list[str]:
     lines: list[str] = []
     if story.written is not None:
         j, how = story.written
-        step = trace.steps[j - 1]
-        by = step.args[0] if step.args else "?"
         via = f" copies {how}" if "->" in how else ""
-        lines.append(f"step {j}: {story.page} written by {by} ({calls[j]}{via})")
+        by = story.writer or "?"
+        if story.content and by != story.content:
+            # A copy moves whatever the source page held, possibly someone else's KV.
+            lines.append(f"step {j}: {story.page} gets {kv}, written by {by} ({calls[j]}{via})")
+        else:
+            lines.append(f"step {j}: {story.page} written by {by} ({calls[j]}{via})")
     elif story.content is None:
         lines.append(f"{story.page} was never written")
     if story.freed is not None:
@@ -486,11 +497,33 @@ def _story_lines(trace: Trace, model: _Model) -> list[str]:
         if len(story.held) > n:
             amount = f"only {n} of {story.reader}'s {len(story.held)} {story.pool} pages"
         else:
-            amount = f"{n} page{'s' if n != 1 else ''} of {story.reader}"
+            amount = f"{n} page{'s' if n != 1 else ''} for {story.reader}"
         lines.append(
             f"step {', '.join(str(j) for j in steps)}: {where} fills {amount} ({what}); {story.page} is not overwritten"
         )
     lines.append(f"step {story.read_step}: {story.reader} reads {story.page} ({calls[story.read_step]})")
+    return lines
+
+
+def _anomaly_lines(trace: Trace, model: _Model) -> list[str]:
+    """Pages whose bookkeeping is wrong at the end, and since when it has been wrong."""
+    lines: list[str] = []
+    states = trace.states
+    n = len(trace.steps)
+    if n == 0:
+        return lines
+    for pool in model.pools:
+        for page in pool.pages:
+            wrong = _anomaly(states[n], pool, page)
+            if wrong is None:
+                continue
+            first = n
+            while first > 1 and _anomaly(states[first - 1], pool, page) is not None:
+                first -= 1
+            if first < n:
+                began = _anomaly(states[first], pool, page)
+                lines.append(f"step {first}: {began} ({trace.steps[first - 1].call}, {pool.name} pool)")
+            lines.append(f"after step {n}: {wrong} ({pool.name} pool)")
     return lines
 
 
@@ -513,14 +546,10 @@ def _title_label(trace: Trace, model: _Model) -> str:
     row(_font(esc(text), size=18, colour=colour, bold=True))
     for line in _story_lines(trace, model):
         row(_font(esc(line), size=12, colour=RED))
-    if trace.steps:
-        for pool in model.pools:
-            for page in pool.pages:
-                wrong = _anomaly(trace.states[-1], pool, page)
-                if wrong is not None:
-                    row(_font(esc(f"after step {len(trace.steps)}: {wrong} ({pool.name} pool)"), size=12, colour=RED))
+    for line in _anomaly_lines(trace, model):
+        row(_font(esc(line), size=12, colour=RED))
     for step, req, status in model.replies:
-        if step == len(trace.steps) and trace.violation:
+        if step == len(trace.steps) and trace.violation and str(status) == "200":
             row(_font(esc(f"...and {req}'s client gets HTTP {status} (step {step}): nothing reports the error"), size=12, colour=RED, bold=True))
     for flag in model.flags:
         if flag.primary or flag.step != len(trace.steps):
@@ -563,13 +592,15 @@ def _lane_text(trace: Trace, model: _Model, i: int, lane: str) -> str:
             reads.append(text)
         elif e.kind == "reply":
             # A success reply in the violating step means the client never hears of the bug.
-            alarm = last and bool(trace.violation)
+            alarm = last and bool(trace.violation) and str(e.get("status")) == "200"
             lines.append(_font(esc(f"client gets HTTP {e.get('status')}"), size=10, colour=RED if alarm else None, bold=alarm))
         elif e.kind == "write" and e.violates:
             colour = RED if e.violates == trace.violation else ORANGE
             lines.append(_font(esc(f"writes {e.get('pool')} {e.get('page')} ({e.violates})"), size=10, colour=colour, bold=True))
     if reads:
-        lines.insert(1, _font(esc("reads ") + ", ".join(reads), size=11))
+        # Three pages per line keeps the lane narrow when a step reads many pages.
+        chunks = [", ".join(reads[k : k + 3]) for k in range(0, len(reads), 3)]
+        lines.insert(1, _font(esc("reads ") + ",<BR/>".join(chunks), size=11))
     return "<BR/>".join(lines)
 
 
@@ -716,8 +747,9 @@ def _legend_label(trace: Trace, model: _Model) -> str:
         if any(_anomaly(state, p, page) for state in trace.states for p in model.pools for page in p.pages):
             swatches.append(f'<TD BGCOLOR="{_RED_PALE}" BORDER="3" COLOR="{RED}">'
                             f'{_font(esc("double-held, double-freed or lost page"), size=10)}</TD>')
-        rows.append('<TR><TD ALIGN="LEFT" COLSPAN="2"><TABLE BORDER="0" CELLSPACING="4" CELLPADDING="3"><TR>'
-                    + "".join(swatches) + "</TR></TABLE></TD></TR>")
+        if swatches:  # an empty <TR> is a syntax error for Graphviz
+            rows.append('<TR><TD ALIGN="LEFT" COLSPAN="2"><TABLE BORDER="0" CELLSPACING="4" CELLPADDING="3"><TR>'
+                        + "".join(swatches) + "</TR></TABLE></TD></TR>")
         row(_font(esc("Page cell: who holds the page after the step (or free), then whose KV it contains. "
                       "Pages are not cleared when freed, so a page keeps the KV of its last writer."),
                   size=10, colour=GREY))

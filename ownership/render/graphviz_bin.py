@@ -135,8 +135,9 @@ def render(dot_source: str, fmt: str) -> bytes:
             Code.RENDER_FAILED, f"cannot run {cmd[0]}: {exc.strerror or exc}; reinstall it ({_INSTALL_HINT})"
         ) from None
     if proc.returncode != 0 or not proc.stdout:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = err[-1] if err else f"exit status {proc.returncode}, no output"
+        # Graphviz spreads one error over several lines (message, excerpt, node).
+        err = " ".join(proc.stderr.decode("utf-8", "replace").split())
+        why = err[:300] if err else f"exit status {proc.returncode}, no output"
         raise OwnershipError(
             Code.RENDER_FAILED,
             f"{Path(cmd[0]).name} -T{fmt} failed: {why}; the .dot file is still written, try another renderer via {ENV_VAR}",
