@@ -378,3 +378,45 @@ def test_specs(
     skipped = len(files) - passed - failures
     typer.echo(f"specs: {passed} passed, {failures} failed" + (f", {skipped} skipped" if skipped else ""))
     raise typer.Exit(int(ExitCode.VIOLATION) if failures else 0)
+
+
+@app.command()
+def graph(
+    spec_path: Annotated[Path, typer.Argument(help="Spec file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output file: .graphml, .gexf or .dot.")],
+    param: ParamOpt = None,
+    max_states: Annotated[int, typer.Option(help="Refuse graphs with more states than this.")] = 200_000,
+    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
+) -> None:
+    """Export the reachable state graph (networkx) for other tools."""
+    import networkx as nx
+
+    from ownership.engines.graph import GraphOptions, state_graph, violating_nodes
+    from ownership.spec.instance import Instance
+    from ownership.spec.loader import load_spec
+
+    inst = Instance(load_spec(spec_path), _parse_params(param))
+    g = state_graph(inst, GraphOptions(max_states=max_states, symmetry=symmetry))
+    suffix = out.suffix.lower()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".graphml":
+        nx.write_graphml(g, out)
+    elif suffix == ".gexf":
+        nx.write_gexf(g, out)
+    elif suffix in (".dot", ".gv"):
+        lines = ["digraph states {"]
+        for n, d in g.nodes(data=True):
+            color = ', color="red"' if d["violates"] else ""
+            lines.append(f'  {n} [label="{n}\\nd={d["depth"]}"{color}];')
+        for a, b, d in g.edges(data=True):
+            label = d["action"].replace('"', "'")
+            lines.append(f'  {a} -> {b} [label="{label}"];')
+        lines.append("}")
+        out.write_text("\n".join(lines) + "\n")
+    else:
+        raise OwnershipError(Code.BAD_OPTION, f"--out {out}: use a .graphml, .gexf or .dot file")
+    bad = violating_nodes(g)
+    typer.echo(
+        f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions, "
+        f"{len(bad):,} violating states"
+    )
