@@ -82,6 +82,7 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
     # Per permutation of the permuted domains: inverse index variables and value maps.
     per_dom_perms = [list(itertools.permutations(range(sizes[d]))) for d in perm_doms]
     perms: list[tuple[Any, ...]] = []
+    combo: tuple[tuple[int, ...], ...]
     for combo in itertools.product(*per_dom_perms):
         entry: list[Any] = []
         for dname, pm in zip(perm_doms, combo, strict=True):
@@ -136,9 +137,9 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
         strides.reverse()
         sort_axis = next((a for a, n in enumerate(names) if n in sort_doms), None)
         other_axes = [a for a in range(len(names)) if a != sort_axis]
-        for combo in itertools.product(*[range(lay.shape[a]) for a in other_axes]):
+        for cell in itertools.product(*[range(lay.shape[a]) for a in other_axes]):
             terms = [str(lay.offset)]
-            for a, j in zip(other_axes, combo, strict=True):
+            for a, j in zip(other_axes, cell, strict=True):
                 dname = names[a]
                 if dname in perm_doms:
                     terms.append(f"i{perm_doms.index(dname)}_{j}*{strides[a]}")
@@ -186,14 +187,14 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
     # PERMINFO maps a tuple of orderings (one per permuted domain; ordering[j] = the old
     # element placed at position j) to the unpacked inverse indices and value maps.
     perm_info: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
-    for combo, entry in zip(itertools.product(*per_dom_perms), perms, strict=True):
-        key = []
-        for dname, pm in zip(perm_doms, combo, strict=True):
-            inv = [0] * sizes[dname]
+    for orderings, info in zip(itertools.product(*per_dom_perms), perms, strict=True):
+        key: list[tuple[int, ...]] = []
+        for dname, pm in zip(perm_doms, orderings, strict=True):
+            inverse = [0] * sizes[dname]
             for old, new in enumerate(pm):
-                inv[new] = old
-            key.append(tuple(inv))
-        perm_info[tuple(key)] = entry
+                inverse[new] = old
+            key.append(tuple(inverse))
+        perm_info[tuple(key)] = info
     namespace: dict[str, Any] = {"PERMINFO": perm_info, "ORDERINGS": _orderings, "PRODUCT": itertools.product}
     exec(compile(source, f"<symmetry:{spec.name}>", "exec"), namespace)  # noqa: S102 - generated from the spec layout
     return namespace["canon"]  # type: ignore[no-any-return]

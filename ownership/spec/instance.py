@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from operator import itemgetter
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, location_in
@@ -274,7 +274,7 @@ class Instance:
         self.param_values = values
         self.params = Params(values)
         self.sizes: dict[str, int] = {}
-        self.names: dict[str, list[str]] = {}
+        self.names: dict[str, Sequence[str]] = {}
         for d in spec.domains.values():
             try:
                 n = d.resolve_size(self.params)
@@ -289,19 +289,19 @@ class Instance:
             self.value_sets[vs.name] = sorted(set(int(x) for x in vs.values(self.params)))
         self.layouts: dict[str, Layout] = {}
         off = 0
-        for v in spec.vars.values():
-            shape = tuple(self.sizes[d.name] for d in v.index)
-            lay = Layout(v.name, off, shape)
-            self.layouts[v.name] = lay
+        for var in spec.vars.values():
+            shape = tuple(self.sizes[d.name] for d in var.index)
+            lay = Layout(var.name, off, shape)
+            self.layouts[var.name] = lay
             off += lay.length
         self.width = off
         # Positions of every cell indexed by each element (one domain axis at a time).
         self.element_cells: dict[str, list[list[int]]] = {}
         for d in spec.domains.values():
             cells: list[list[int]] = [[] for _ in range(self.sizes[d.name])]
-            for v in spec.vars.values():
-                lay = self.layouts[v.name]
-                axes = [x.name for x in v.index]
+            for var in spec.vars.values():
+                lay = self.layouts[var.name]
+                axes = [x.name for x in var.index]
                 if axes.count(d.name) != 1:
                     continue
                 for k, key in enumerate(itertools.product(*[range(n) for n in lay.shape])):
@@ -546,7 +546,7 @@ class Instance:
             out[v.name] = self._nest(v.type, [self.names[d.name] for d in v.index], list(flat))
         return out
 
-    def _nest(self, vtype: Any, axes: list[list[str]], flat: list[Any]) -> Any:
+    def _nest(self, vtype: Any, axes: list[Sequence[str]], flat: list[Any]) -> Any:
         if not axes:
             return vtype.to_json(flat[0], self.names)
         head, rest = axes[0], axes[1:]
@@ -562,7 +562,7 @@ class Instance:
             values.extend(self._flatten(v.name, v.type, [self.names[d.name] for d in v.index], data[v.name]))
         return tuple(values)
 
-    def _flatten(self, where: str, vtype: Any, axes: list[list[str]], data: Any) -> list[Any]:
+    def _flatten(self, where: str, vtype: Any, axes: list[Sequence[str]], data: Any) -> list[Any]:
         if not axes:
             try:
                 return [vtype.from_json(data, self.names)]

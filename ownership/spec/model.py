@@ -25,7 +25,7 @@ from ownership.errors import Code, OwnershipError, caller_location
 from ownership.spec.types import ValueType, type_of
 
 
-class Disabled(Exception):
+class Disabled(Exception):  # noqa: N818 - a control-flow signal, not an error
     """Raised by :func:`require` when an action's guard does not hold."""
 
 
