@@ -31,6 +31,22 @@ def build_trace(
     Raises OWN041 (internal) if a step is disabled, or if the last state does
     not violate ``violation``: an engine must never show an unreplayed trace.
     """
+    was_recording = inst.view.recording
+    inst.set_recording(True)
+    try:
+        return _build_trace(inst, path, engine=engine, violation=violation, deadlock=deadlock)
+    finally:
+        inst.set_recording(was_recording)
+
+
+def _build_trace(
+    inst: Instance,
+    path: Sequence[tuple[int, Sequence[Any]]],
+    *,
+    engine: str,
+    violation: str | None,
+    deadlock: bool,
+) -> Trace:
     state = inst.init_state
     steps: list[Step] = []
     for i, (ai_index, picks) in enumerate(path, start=1):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from array import array
+from operator import itemgetter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -54,10 +55,12 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     plan = plan_symmetry(inst)
     # Choices among identical pages are merged only while pages are reduced by symmetry.
     inst.set_choice_reduction(plan.sorted if options.symmetry else ())
+    inst.set_recording(False)  # events are rebuilt when the trace is replayed
     try:
         return _explore(inst, options, progress, plan)
     finally:
         inst.set_choice_reduction(())
+        inst.set_recording(True)
 
 
 def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | None, plan: SymmetryPlan) -> CheckResult:
@@ -81,11 +84,24 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     view = inst.view
     cur = view.cur
 
+    reads = view._reads
+    # An invariant that held is a function of the cells it read: in a later
+    # state with the same values there it holds again (same footprint idea as
+    # for guards in Instance.expand).
+    inv_footprints: list[tuple[Any, Any] | None] = [None] * len(checked)
+
     def first_violation(st: State) -> str | None:
         cur[:] = st
-        for inv in checked:
+        for k, inv in enumerate(checked):
+            fp = inv_footprints[k]
+            if fp is not None and fp[0](st) == fp[1]:
+                continue
+            reads.clear()
             if not inv.fn(view):
                 return inv.name
+            if reads:
+                getter = itemgetter(*reads)
+                inv_footprints[k] = (getter, getter(st))
         return None
 
     expand = inst.expand

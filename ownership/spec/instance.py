@@ -159,6 +159,7 @@ class View:
         object.__setattr__(self, "_chosen", [])
         object.__setattr__(self, "_forced", None)
         object.__setattr__(self, "_reduce", frozenset())
+        object.__setattr__(self, "recording", True)
         object.__setattr__(self, "_scalars", {})
         object.__setattr__(self, "_reads", [])
         cur = self.cur
@@ -228,8 +229,14 @@ class View:
         return value
 
     def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
-        """Record an event for the trace picture (reads, writes, replies)."""
-        self.events.append(Event(kind, tuple(fields.items()), violates))
+        """Record an event for the trace picture (reads, writes, replies).
+
+        Searches turn recording off (``s.recording`` is false) because events
+        are rebuilt when the trace is replayed; code that computes costly
+        event fields can check ``s.recording`` first.
+        """
+        if self.recording:
+            self.events.append(Event(kind, tuple(fields.items()), violates))
 
 
 @dataclass(frozen=True)
@@ -483,6 +490,10 @@ class Instance:
         if len(view._chosen) != len(picks):
             return None
         return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+
+    def set_recording(self, on: bool) -> None:
+        """Record events (for traces) or skip them (inside a search's hot loop)."""
+        object.__setattr__(self.view, "recording", on)
 
     def set_choice_reduction(self, domains: Iterable[str]) -> None:
         """Let ``s.choose(..., domain=D)`` try one of each class of identical elements of D.

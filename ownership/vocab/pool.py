@@ -92,11 +92,8 @@ class Ownership:
         def no_double_ownership(s: Any) -> bool:
             """No page is held by two requests, or held while it sits on the free list."""
             for pool in pools:
-                holders = getattr(s, pool.holders_var)
-                free = getattr(s, pool.free_var)
-                for p in s.all(pool.Page):
-                    h = holders[p]
-                    if h & (h - 1) or (h and free[p]):
+                for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
+                    if h & (h - 1) or (h and f):
                         return False
             return True
 
@@ -113,10 +110,8 @@ class Ownership:
             if not check(s):
                 return True
             for pool in pools:
-                holders = getattr(s, pool.holders_var)
-                free = getattr(s, pool.free_var)
-                for p in s.all(pool.Page):
-                    if holders[p] or free[p] != 1:
+                for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
+                    if h or f != 1:
                         return False
             return True
 
@@ -158,11 +153,10 @@ class PagePool:
 
     def pages_of(self, s: Any, r: int) -> list[int]:
         """The pages in ``r``'s page table, in slot order (``req_to_token`` order)."""
-        holders = getattr(s, self.holders_var)
-        slot = getattr(s, self.slot_var)
         bit = 1 << r
-        mine = [p for p in s.all(self.Page) if holders[p] & bit]
-        mine.sort(key=lambda p: slot[p])
+        slots = list(getattr(s, self.slot_var))
+        mine = [p for p, h in enumerate(getattr(s, self.holders_var)) if h & bit]
+        mine.sort(key=slots.__getitem__)
         return mine
 
     # -- operations ------------------------------------------------------------
@@ -185,8 +179,9 @@ class PagePool:
             holders[p] |= 1 << r
             slot[p] = first_slot + i
             taken.append(p)
-        s.emit("alloc", pool=self.name, req=s.name_of(self.own.requests, r),
-               pages=[s.name_of(self.Page, p) for p in taken])
+        if s.recording:
+            s.emit("alloc", pool=self.name, req=s.name_of(self.own.requests, r),
+                   pages=[s.name_of(self.Page, p) for p in taken])
         return taken
 
     def write(self, s: Any, r: int, pages: Sequence[int]) -> None:
@@ -199,8 +194,9 @@ class PagePool:
             if bad:
                 s.wrote_unowned[r] = True
             content[p] = r
-            s.emit("write", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
-                   violates="no_unowned_write" if bad else None)
+            if s.recording:
+                s.emit("write", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
+                       violates="no_unowned_write" if bad else None)
 
     def read(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """``r``'s attention reads ``pages``; foreign or unwritten content is recorded."""
@@ -216,8 +212,9 @@ class PagePool:
                 if s.read_foreign[r] is None:
                     s.read_foreign[r] = c
                 violation = "no_foreign_read"
-            s.emit("read", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
-                   content=s.name_of(Req, c) if c is not None else None, violates=violation)
+            if s.recording:
+                s.emit("read", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
+                       content=s.name_of(Req, c) if c is not None else None, violates=violation)
 
     def free_pages(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """Return ``pages`` from ``r``'s page table to the free list (content stays)."""
@@ -228,7 +225,7 @@ class PagePool:
             holders[p] &= ~(1 << r)
             slot[p] = -1
             free[p] += 1
-        if pages:
+        if pages and s.recording:
             s.emit("free", pool=self.name, req=s.name_of(self.own.requests, r),
                    pages=[s.name_of(self.Page, p) for p in pages])
 
@@ -261,6 +258,7 @@ def transfer(s: Any, r: int, src: PagePool, dst: PagePool, n: int) -> None:
             s.emit("write", pool=dst.name, req=s.name_of(Req, r), page="(beyond table)", violates="no_unowned_write")
             continue
         dst_content[dst_pages[i]] = src_content[src_pages[i]]
-    s.emit("transfer", req=s.name_of(Req, r), src=src.name, dst=dst.name,
-           pages=[f"{s.name_of(src.Page, src_pages[i])}->{s.name_of(dst.Page, dst_pages[i])}"
-                  for i in range(min(n, len(dst_pages)))])
+    if s.recording:
+        s.emit("transfer", req=s.name_of(Req, r), src=src.name, dst=dst.name,
+               pages=[f"{s.name_of(src.Page, src_pages[i])}->{s.name_of(dst.Page, dst_pages[i])}"
+                      for i in range(min(n, len(dst_pages)))])
