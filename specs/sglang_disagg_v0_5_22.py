@@ -22,8 +22,9 @@ induction (the Z3 engine).
 """
 
 import sglang_disagg_v0_5_21 as v21
-from ownership import Source, ceil_div, require, safe
 from sglang_disagg_v0_5_21 import HTTP, KV, DecodeQ, Finish, PrefillQ, Req, decode_pool
+
+from ownership import Source, ceil_div, require, safe
 
 spec = v21.spec.derive(
     "sglang_disagg_v0_5_22",
