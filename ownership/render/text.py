@@ -16,7 +16,7 @@ WIDTH = 100
 
 def _fmt(value: Any) -> str:
     if value is None:
-        return "-"
+        return "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
@@ -101,7 +101,7 @@ def result_report(result: CheckResult, *, invariant_doc: str = "", ghosts: Itera
     lines = [headline(result)]
     if invariant_doc and result.verdict is Verdict.VIOLATED:
         lines.append("  " + invariant_doc.splitlines()[0])
-    lines.append("  " + result.coverage())
+    lines.extend(textwrap.wrap(result.coverage(), width=WIDTH, initial_indent="  ", subsequent_indent="  "))
     for note in result.notes:
         lines.append(f"  ({note})")
     if result.trace is not None:
