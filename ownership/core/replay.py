@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ownership.core.trace import Step, Trace, changed_fields
@@ -66,7 +67,7 @@ def _build_trace(
         )
     return Trace(
         spec=inst.spec.name,
-        spec_path=inst.spec.file,
+        spec_path=_portable_path(inst.spec.file),
         params=dict(inst.param_values),
         initial=inst.to_json(inst.init_state),
         steps=tuple(steps),
@@ -74,6 +75,21 @@ def _build_trace(
         engine=engine,
         extra={"schema": trace_schema(inst), **({"deadlock": True} if deadlock else {})},
     )
+
+
+def _portable_path(path: str | None) -> str | None:
+    """The spec path relative to the working directory when it lies inside it.
+
+    Traces are committed and replayed from other checkouts, so an absolute
+    path would only work on the machine that wrote it.
+    """
+    if path is None:
+        return None
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(p)
 
 
 def trace_schema(inst: Instance) -> dict[str, object]:
