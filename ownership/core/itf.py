@@ -22,7 +22,7 @@ Quint's model-based testing convention adds two variables to every state:
 ``mbt::nondetPicks``, a ``#map`` from argument position (``"0"``, ``"1"``,
 ...) to the argument's value, plus ``"picks"``: the list of
 nondeterministic choices the action made (which free page went to which
-slot), as indices into the options the spec offered.
+slot), as the chosen values (page numbers for page choices).
 """
 
 from __future__ import annotations

@@ -26,8 +26,12 @@ def build_trace(
     engine: str,
     violation: str | None,
     deadlock: bool = False,
+    start: State | None = None,
 ) -> Trace:
     """Execute ``path`` from the initial state and package it as a :class:`Trace`.
+
+    ``start`` replaces the initial state for a counterexample to induction,
+    which begins in a state that need not be reachable.
 
     Raises OWN041 (internal) if a step is disabled, or if the last state does
     not violate ``violation``: an engine must never show an unreplayed trace.
@@ -35,7 +39,7 @@ def build_trace(
     was_recording = inst.view.recording
     inst.set_recording(True)
     try:
-        return _build_trace(inst, path, engine=engine, violation=violation, deadlock=deadlock)
+        return _build_trace(inst, path, engine=engine, violation=violation, deadlock=deadlock, start=start)
     finally:
         inst.set_recording(was_recording)
 
@@ -47,8 +51,9 @@ def _build_trace(
     engine: str,
     violation: str | None,
     deadlock: bool,
+    start: State | None,
 ) -> Trace:
-    state = inst.init_state
+    state = inst.init_state if start is None else start
     steps: list[Step] = []
     for i, (ai_index, picks) in enumerate(path, start=1):
         ai = inst.action_instances[ai_index]
@@ -69,11 +74,15 @@ def _build_trace(
         spec=inst.spec.name,
         spec_path=_portable_path(inst.spec.file),
         params=dict(inst.param_values),
-        initial=inst.to_json(inst.init_state),
+        initial=inst.to_json(inst.init_state if start is None else start),
         steps=tuple(steps),
         violation=violation,
         engine=engine,
-        extra={"schema": trace_schema(inst), **({"deadlock": True} if deadlock else {})},
+        extra={
+            "schema": trace_schema(inst),
+            **({"deadlock": True} if deadlock else {}),
+            **({"cti": True} if start is not None else {}),
+        },
     )
 
 
@@ -153,7 +162,7 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
         state: State = inst.from_json(trace.initial)
     except ValueError as exc:
         return ReplayOutcome(False, f"initial state: {exc}", 0)
-    if state != inst.init_state:
+    if state != inst.init_state and not trace.extra.get("cti"):
         diff = changed_fields(inst.to_json(inst.init_state), trace.initial)
         where = ", ".join(f"{k}: spec has {a!r}, trace has {b!r}" for k, a, b in diff[:3])
         return ReplayOutcome(False, f"initial state differs: {where}", 0)

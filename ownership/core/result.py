@@ -38,6 +38,9 @@ class StopReason(enum.Enum):
     STATE_LIMIT = "reached the state limit"
     TIME_LIMIT = "reached the time limit"
     INTERRUPTED = "interrupted"
+    SOLVER_UNKNOWN = "got 'unknown' from the solver"
+    INDUCTION = "closed an induction proof"
+    INDUCTION_FAILED = "could not close the induction proof"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class CheckResult:
     trace: Trace | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    extremum: tuple[str, int] | None = None
 
     @property
     def exit_code(self) -> ExitCode:
@@ -81,6 +85,8 @@ class CheckResult:
         states = f"{s.states:,} distinct states" + (" (up to symmetry)" if sym else "")
         scope = ", ".join(f"{k}={v}" for k, v in self.params.items())
         base = f"{states}, {s.transitions:,} transitions, depth {s.depth}, {s.seconds:.2f}s"
+        if self.engine in ("bmc", "prove"):
+            return self._solver_coverage()
         if self.verdict is Verdict.PROVED and self.stop_reason is StopReason.EXHAUSTED:
             return (
                 f"all reachable states of this instance checked ({base}); "
@@ -94,3 +100,20 @@ class CheckResult:
         if self.verdict is Verdict.VIOLATED:
             return f"{self.stop_reason.value} after {base}"
         return f"{self.stop_reason.value}: {base}"
+
+    def _solver_coverage(self) -> str:
+        s = self.stats
+        scope = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        if self.verdict is Verdict.VIOLATED:
+            return f"shortest violation at depth {s.depth} ({s.seconds:.2f}s) at {scope}"
+        if self.verdict is Verdict.PROVED:
+            return (
+                f"invariants {', '.join(self.invariants)} proved for executions of any length "
+                f"({self.stop_reason.value} at k={s.depth}, {s.seconds:.2f}s) at {scope}"
+            )
+        if self.verdict is Verdict.BOUNDED_OK:
+            return (
+                f"no violation in any execution of up to {s.depth} steps ({s.seconds:.2f}s) at {scope}; "
+                "longer executions NOT checked"
+            )
+        return f"{self.stop_reason.value} at depth {s.depth} ({s.seconds:.2f}s) at {scope}"

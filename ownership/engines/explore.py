@@ -108,7 +108,9 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     start = time.perf_counter()
     last_report = start
     init = inst.init_state
-    seen: dict[int, int] = {hash(canon(init)): 0}
+    # Exact canonical states, not hashes: a 64-bit hash of a tuple can collide
+    # (CPython's hash(-1) == hash(-2)), and a collision would silently drop states.
+    seen: dict[Any, int] = {canon(init): 0}
     parent = array("q", [-1])
     via_action = array("i", [-1])
     via_picks: dict[int, tuple[Any, ...]] = {}
@@ -118,7 +120,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
                deadlock: bool = False) -> CheckResult:
         elapsed = time.perf_counter() - start
         trace = None
-        if reason in (StopReason.STATE_LIMIT, StopReason.TIME_LIMIT):
+        if reason in (StopReason.STATE_LIMIT, StopReason.TIME_LIMIT, StopReason.INTERRUPTED):
             # Breadth-first: every level before the one being expanded was finished.
             notes.append(
                 f"inconclusive: every interleaving of up to {depth - 1} steps was checked, "
@@ -161,44 +163,53 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     deadline = start + options.max_seconds if options.max_seconds is not None else None
     check_deadlock = options.deadlock
     expanded = 0
-    while frontier:
-        if max_depth is not None and depth >= max_depth:
-            return finish(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, depth)
-        nxt: list[tuple[int, State]] = []
-        for idx, st in frontier:
-            succs = expand(st)
-            transitions += len(succs)
-            for ai, sc in succs:
-                h = hash(canon(sc.state))
-                if h in seen:
-                    continue
-                nid = len(parent)
-                seen[h] = nid
-                parent.append(idx)
-                via_action.append(ai.index)
-                if sc.picks:
-                    via_picks[nid] = sc.picks
-                try:
-                    bad = first_violation(sc.state)
-                except Exception:  # noqa: BLE001 - re-run to get the located error
-                    inst.violated(sc.state)
-                    raise
-                if bad:
-                    return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1, bad, nid)
-                nxt.append((nid, sc.state))
-                if max_states is not None and len(parent) >= max_states:
-                    return finish(Verdict.UNKNOWN, StopReason.STATE_LIMIT, depth + 1)
-            if check_deadlock and not succs and not inst.is_terminal(st):
-                return finish(Verdict.VIOLATED, StopReason.DEADLOCK, depth, "deadlock", idx, deadlock=True)
-            expanded += 1
-            if not expanded & 0xFF:
-                now = time.perf_counter()
-                if deadline is not None and now > deadline:
-                    return finish(Verdict.UNKNOWN, StopReason.TIME_LIMIT, depth + 1)
-                if progress is not None and now - last_report >= options.progress_every:
-                    last_report = now
-                    progress(Progress(len(parent), transitions, depth, len(frontier), now - start))
-        frontier = nxt
-        if frontier:
-            depth += 1
-    return finish(Verdict.PROVED, StopReason.EXHAUSTED, depth)
+
+    def search() -> CheckResult:
+        nonlocal depth, transitions, last_report, frontier, expanded
+        while frontier:
+            if max_depth is not None and depth >= max_depth:
+                return finish(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, depth)
+            nxt: list[tuple[int, State]] = []
+            for idx, st in frontier:
+                succs = expand(st)
+                transitions += len(succs)
+                for ai, sc in succs:
+                    h = canon(sc.state)
+                    if h in seen:
+                        continue
+                    if max_states is not None and len(parent) >= max_states:
+                        return finish(Verdict.UNKNOWN, StopReason.STATE_LIMIT, depth + 1)
+                    nid = len(parent)
+                    seen[h] = nid
+                    parent.append(idx)
+                    via_action.append(ai.index)
+                    if sc.picks:
+                        via_picks[nid] = sc.picks
+                    try:
+                        bad = first_violation(sc.state)
+                    except Exception:  # noqa: BLE001 - re-run to get the located error
+                        inst.violated(sc.state)
+                        raise
+                    if bad:
+                        return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1, bad, nid)
+                    nxt.append((nid, sc.state))
+                if check_deadlock and not succs and not inst.is_terminal(st):
+                    return finish(Verdict.VIOLATED, StopReason.DEADLOCK, depth, "deadlock", idx, deadlock=True)
+                expanded += 1
+                if not expanded & 0xFF:
+                    now = time.perf_counter()
+                    if deadline is not None and now > deadline:
+                        return finish(Verdict.UNKNOWN, StopReason.TIME_LIMIT, depth + 1)
+                    if progress is not None and now - last_report >= options.progress_every:
+                        last_report = now
+                        progress(Progress(len(parent), transitions, depth, len(frontier), now - start))
+            frontier = nxt
+            if frontier:
+                depth += 1
+        return finish(Verdict.PROVED, StopReason.EXHAUSTED, depth)
+
+    try:
+        return search()
+    except KeyboardInterrupt:
+        # Ctrl-C: report what was covered so far instead of a traceback.
+        return finish(Verdict.UNKNOWN, StopReason.INTERRUPTED, depth + 1)

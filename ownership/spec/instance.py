@@ -148,6 +148,9 @@ class View:
     a private copy of the state, so a disabled action leaves nothing behind.
     """
 
+    symbolic = False
+    """True only under the Z3 engine (vocabulary operations check it)."""
+
     def __init__(self, instance: Instance) -> None:
         object.__setattr__(self, "_inst", instance)
         object.__setattr__(self, "cur", [None] * instance.width)
@@ -197,6 +200,17 @@ class View:
     def name_of(self, domain: Domain, element: int | None) -> str:
         """Display name of an element (``"-"`` for None)."""
         return "-" if element is None else self._inst.names[domain.name][element]
+
+    def terminal(self) -> bool:
+        """The spec's ``@spec.terminal`` predicate on this state (nothing in flight)."""
+        done = self._inst.spec.done
+        if done is None:
+            raise OwnershipError(Code.SPEC_INVALID, "no @spec.terminal predicate declared", self._inst.spec.file, self._inst.spec.line)
+        return bool(done(self))
+
+    def checks(self, invariant: str) -> bool:
+        """Whether the spec checks ``invariant`` (events only flag what is checked)."""
+        return invariant in self._inst.spec.invariants
 
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         """Nondeterministic choice: every option is explored as its own successor.
@@ -258,6 +272,12 @@ class Successor:
     events: tuple[Event, ...]
 
 
+def _range(lo: int | None, hi: int | None) -> str:
+    if lo is not None and hi is not None:
+        return f"{lo}..{hi}"
+    return f">= {lo}" if lo is not None else f"<= {hi}"
+
+
 class Instance:
     """A spec with every parameter fixed: the concrete semantics engines share."""
 
@@ -276,7 +296,7 @@ class Instance:
             v = values[name]
             if (p.min is not None and v < p.min) or (p.max is not None and v > p.max):
                 raise OwnershipError(
-                    Code.BAD_PARAM, f"parameter {name}={v} is outside {p.min}..{p.max}", spec.file, spec.line
+                    Code.BAD_PARAM, f"parameter {name}={v} is outside its range ({_range(p.min, p.max)})", spec.file, spec.line
                 )
         self.param_values = values
         self.params = Params(values)

@@ -271,7 +271,9 @@ class Spec:
         reference).  Ghost variables record history for invariants (which
         request read which content); they are state like any other.
         """
-        if name in self.vars or name in ("params", "choose", "emit", "all", "names", "size"):
+        reserved = ("params", "choose", "emit", "all", "names", "size", "name_of", "cur", "events", "recording",
+                    "symbolic", "terminal", "checks")
+        if name in self.vars or name in reserved:
             raise self._error(f"state variable {name} declared twice or shadows a view method")
         if not name.isidentifier() or name.startswith("_"):
             raise self._error(f"state variable name {name!r} must be an identifier not starting with _")
@@ -410,6 +412,15 @@ class Spec:
             )
         if not self.actions:
             raise OwnershipError(Code.SPEC_INVALID, f"spec {self.name} declares no actions", self.file, self.line)
+        for inv in self.invariants.values():
+            if getattr(inv.fn, "needs_terminal", False) and self.done is None:
+                raise OwnershipError(
+                    Code.SPEC_INVALID,
+                    f"spec {self.name}: invariant {inv.name} needs to know when nothing is in flight: "
+                    "declare a @spec.terminal predicate (or pass idle= to own.invariants)",
+                    self.file,
+                    self.line,
+                )
         if self.expect is not None and self.expect.violates is not None and self.expect.violates not in self.invariants:
             raise OwnershipError(
                 Code.SPEC_INVALID,

@@ -26,6 +26,13 @@ from ownership.spec.model import Domain, SizeSpec, Spec, require
 from ownership.spec.types import Int, Optional, SetOf
 
 
+def _sym() -> Any:
+    """The symbolic encodings (imported only under the Z3 engine: they import z3)."""
+    from ownership.vocab import symbolic
+
+    return symbolic
+
+
 class Ownership:
     """Ghost history and built-in invariants for the requests of a spec.
 
@@ -60,6 +67,9 @@ class Ownership:
         in flight (defaults to the spec's ``@spec.terminal`` predicate).
         """
         builtins = self._builtins(idle)
+        if idle is None:
+            # Resolved against the spec being checked (a derived spec may declare its own).
+            builtins["pages_returned_when_idle"].needs_terminal = True  # type: ignore[attr-defined]
         chosen = names or tuple(builtins)
         for n in chosen:
             if n not in builtins:
@@ -70,7 +80,6 @@ class Ownership:
     def _builtins(self, idle: Callable[[Any], bool] | None) -> dict[str, Callable[[Any], bool]]:
         Req = self.requests
         pools = self.pools
-        spec = self.spec
 
         def no_foreign_read(s: Any) -> bool:
             """No request ever reads a page whose content another request wrote.
@@ -79,7 +88,7 @@ class Ownership:
             reading a page holding another request's KV leaks that request's
             prompt into this request's output.
             """
-            return all(s.read_foreign[r] is None for r in s.all(Req))
+            return all(s.read_foreign[r] == None for r in s.all(Req))  # noqa: E711 - also runs on solver terms
 
         def no_read_of_unwritten(s: Any) -> bool:
             """No request reads a page that no request has written (garbage input)."""
@@ -99,15 +108,7 @@ class Ownership:
 
         def pages_returned_when_idle(s: Any) -> bool:
             """When no request is in flight, every page is back on the free list exactly once."""
-            check = idle or spec.done
-            if check is None:
-                raise OwnershipError(
-                    Code.SPEC_INVALID,
-                    "pages_returned_when_idle needs an idle predicate: pass idle= or declare @spec.terminal",
-                    spec.file,
-                    spec.line,
-                )
-            if not check(s):
+            if not (idle(s) if idle is not None else s.terminal()):
                 return True
             for pool in pools:
                 for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
@@ -149,10 +150,14 @@ class PagePool:
     # -- queries ---------------------------------------------------------------
     def available(self, s: Any) -> int:
         """Length of the free list (a page freed twice counts twice, as in a real free list)."""
+        if s.symbolic:
+            return _sym().available(s, self)  # type: ignore[no-any-return]
         return sum(getattr(s, self.free_var))
 
     def pages_of(self, s: Any, r: int) -> list[int]:
         """The pages in ``r``'s page table, in slot order (``req_to_token`` order)."""
+        if s.symbolic:
+            return _sym().pages_of(s, self, r)  # type: ignore[no-any-return]
         bit = 1 << r
         slots = list(getattr(s, self.slot_var))
         mine = [p for p, h in enumerate(getattr(s, self.holders_var)) if h & bit]
@@ -167,6 +172,8 @@ class PagePool:
         must fail instead check :meth:`available` first).  Which free page
         lands in which slot is a nondeterministic choice.
         """
+        if s.symbolic:
+            return _sym().alloc(s, self, r, n, first_slot)  # type: ignore[no-any-return]
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
@@ -186,6 +193,8 @@ class PagePool:
 
     def write(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """``r`` writes its KV into ``pages`` (content label becomes ``r``)."""
+        if s.symbolic:
+            return _sym().write(s, self, r, pages)  # type: ignore[no-any-return]
         holders = getattr(s, self.holders_var)
         content = getattr(s, self.content_var)
         Req = self.own.requests
@@ -193,6 +202,7 @@ class PagePool:
             bad = not holders[p] >> r & 1
             if bad:
                 s.wrote_unowned[r] = True
+            bad = bad and s.checks("no_unowned_write")
             content[p] = r
             if s.recording:
                 s.emit("write", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
@@ -200,6 +210,8 @@ class PagePool:
 
     def read(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """``r``'s attention reads ``pages``; foreign or unwritten content is recorded."""
+        if s.symbolic:
+            return _sym().read(s, self, r, pages)  # type: ignore[no-any-return]
         content = getattr(s, self.content_var)
         Req = self.own.requests
         for p in pages:
@@ -207,17 +219,19 @@ class PagePool:
             violation = None
             if c is None:
                 s.read_unwritten[r] = True
-                violation = "no_read_of_unwritten"
+                violation = "no_read_of_unwritten" if s.checks("no_read_of_unwritten") else None
             elif c != r:
                 if s.read_foreign[r] is None:
                     s.read_foreign[r] = c
-                violation = "no_foreign_read"
+                violation = "no_foreign_read" if s.checks("no_foreign_read") else None
             if s.recording:
                 s.emit("read", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
                        content=s.name_of(Req, c) if c is not None else None, violates=violation)
 
     def free_pages(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """Return ``pages`` from ``r``'s page table to the free list (content stays)."""
+        if s.symbolic:
+            return _sym().free_pages(s, self, r, pages)  # type: ignore[no-any-return]
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
@@ -244,6 +258,8 @@ def transfer(s: Any, r: int, src: PagePool, dst: PagePool, n: int) -> None:
     table.  The destination pages take the *source* content label; a write
     into a destination page ``r`` does not hold is an unowned write.
     """
+    if s.symbolic:
+        return _sym().transfer(s, r, src, dst, n)  # type: ignore[no-any-return]
     src_pages = src.pages_of(s, r)
     dst_pages = dst.pages_of(s, r)
     require(n <= len(src_pages))

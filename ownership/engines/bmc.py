@@ -1,0 +1,444 @@
+"""Z3 engines: bounded model checking and k-induction proofs.
+
+Both unroll the transition relation that :mod:`ownership.engines.symbolic`
+derives from the spec's own Python code.  Every state of every unrolled step
+is a vector of terms, one per cell of the concrete state tuple; step ``k``
+picks one action path with the selector ``sel!k``; a cell's next value is an
+``If`` chain over the paths that write it.
+
+Every model the solver returns is turned into a trace by *replaying* its
+actions and choices through the concrete semantics, and the solver's state
+at every step is compared with the replayed state cell by cell: a difference
+is an internal error naming the step and field (OWN041), never a trace shown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import z3
+
+from ownership.core.replay import build_trace
+from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.trace import Trace
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import Instance, State
+from ownership.spec.types import BoolType, Ref, RefSet
+
+from .symbolic import Path, SymbolicSpec, int_of, to_z3
+
+
+@dataclass(frozen=True)
+class BmcOptions:
+    """Options of the Z3 engines."""
+
+    max_depth: int = 30
+    max_k: int = 20
+    solver_timeout: float | None = None
+    free: tuple[str, ...] = ()
+    where: tuple[str, ...] = ()
+    minimize: str | None = None
+    maximize: str | None = None
+    invariants: tuple[str, ...] | None = None
+
+
+@dataclass
+class _PathRef:
+    action: int
+    path: Path
+
+
+@dataclass
+class Unroller:
+    """Per-step variables and constraints for one symbolic spec."""
+
+    sym: SymbolicSpec
+    prefix: str = "s"
+    stutter: bool = False
+    paths: list[_PathRef] = field(init=False)
+    steps: list[list[z3.ExprRef]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.paths = [_PathRef(a, p) for a, ap in enumerate(self.sym.actions) for p in ap.paths]
+        self.steps = []
+        self._writers: dict[int, list[int]] = {}
+        for j, pr in enumerate(self.paths):
+            for cell in pr.path.writes:
+                self._writers.setdefault(cell, []).append(j)
+        self._aux_maps: dict[tuple[int, int], list[tuple[z3.ExprRef, z3.ExprRef]]] = {}
+
+    def state(self, k: int) -> list[z3.ExprRef]:
+        while len(self.steps) <= k:
+            i = len(self.steps)
+            self.steps.append([z3.Const(f"{self.prefix}{i}!{c}", s) for c, s in enumerate(self.sym.sorts)])
+        return self.steps[k]
+
+    def selector(self, k: int) -> z3.BitVecRef:
+        return z3.BitVec(f"{self.prefix}sel!{k}", 16)
+
+    def _subst(self, k: int, j: int | None) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+        pairs = list(zip(self.sym.cells, self.state(k), strict=True))
+        if j is not None:
+            key = (k, j)
+            if key not in self._aux_maps:
+                self._aux_maps[key] = [
+                    (a, z3.Const(f"{self.prefix}{k}!p{j}!{a}", a.sort())) for a in self.paths[j].path.aux
+                ]
+            pairs += self._aux_maps[key]
+        return pairs
+
+    def at(self, expr: z3.ExprRef, k: int, j: int | None = None) -> z3.ExprRef:
+        """``expr`` over placeholders (and path ``j``'s fresh terms) moved to step ``k``."""
+        return z3.substitute(expr, *self._subst(k, j))
+
+    def init(self, inst: Instance) -> list[z3.BoolRef]:
+        x = self.state(0)
+        return [x[i] == to_z3(v, self.sym.sorts[i]) for i, v in enumerate(inst.init_state)]
+
+    def transition(self, k: int) -> list[z3.BoolRef]:
+        """Constraints for the step from state ``k`` to ``k + 1``."""
+        sel = self.selector(k)
+        x, y = self.state(k), self.state(k + 1)
+        lo = -1 if self.stutter else 0
+        out: list[z3.BoolRef] = [sel >= lo, sel < len(self.paths)]
+        for j, pr in enumerate(self.paths):
+            conds = pr.path.pc + pr.path.constraints
+            if conds:
+                out.append(z3.Implies(sel == j, self.at(z3.And(*conds), k, j)))
+        for i in range(len(x)):
+            nxt: z3.ExprRef = x[i]
+            for j in self._writers.get(i, ()):
+                value = to_z3(pr_value(self.paths[j].path.writes[i]), self.sym.sorts[i])
+                nxt = z3.If(sel == j, self.at(value, k, j), nxt)
+            out.append(y[i] == nxt)
+        return out
+
+    def invariant(self, name: str, k: int) -> z3.BoolRef:
+        return self.at(self.sym.invariant_formula(name), k)
+
+    def types(self, k: int) -> list[z3.BoolRef]:
+        return self.sym.type_constraints(self.state(k))
+
+
+def pr_value(v: Any) -> Any:
+    return v
+
+
+# -- model -> trace -----------------------------------------------------------------
+
+
+def _cell_value(model: z3.ModelRef, term: z3.ExprRef, vtype: Any) -> Any:
+    val = model.eval(term, model_completion=True)
+    if isinstance(vtype, BoolType):
+        return z3.is_true(val)
+    n = int_of(val)
+    if isinstance(vtype, Ref) and vtype.optional and n == -1:
+        return None
+    return n
+
+
+def _cell_types(inst: Instance) -> list[Any]:
+    out: list[Any] = []
+    for v in inst.spec.vars.values():
+        out.extend([v.type] * inst.layouts[v.name].length)
+    return out
+
+
+def _cell_names(inst: Instance) -> list[str]:
+    return list(inst.cells(inst.init_state))
+
+
+def extract(
+    un: Unroller, model: z3.ModelRef, depth: int, inst_for: Any, engine: str, violation: str | None, *, cti: bool = False
+) -> tuple[Trace, Instance]:
+    """Turn a model of ``depth`` steps into a replayed, cross-checked trace."""
+    sym = un.sym
+    params = dict(sym.inst.param_values)
+    for name, term in sym.param_terms.items():
+        params[name] = int_of(model.eval(term, model_completion=True))
+    inst: Instance = inst_for(params)
+    types = _cell_types(inst)
+    states: list[State] = [
+        tuple(_cell_value(model, t, types[i]) for i, t in enumerate(un.state(k))) for k in range(depth + 1)
+    ]
+    path: list[tuple[int, list[Any]]] = []
+    solver_states: list[State] = [states[0]]
+    for k in range(depth):
+        j = model.eval(un.selector(k), model_completion=True).as_signed_long()
+        if j < 0:  # stutter step (padding used by --minimize/--maximize)
+            continue
+        pr = un.paths[j]
+        ap = sym.actions[pr.action]
+        args = []
+        for a in ap.arg_values:
+            args.append(int_of(model.eval(un.at(a, k), model_completion=True)) if isinstance(a, z3.ExprRef) else a)
+        try:
+            ai = inst.find_instance(ap.action, args)
+        except KeyError:
+            raise OwnershipError(Code.INTERNAL_REPLAY, f"{engine}: step {k + 1}: no action instance {ap.action}{tuple(args)}") from None
+        picks: list[Any] = []
+        for entry in pr.path.picks:
+            if callable(entry):
+                picks.extend(entry(lambda e, k=k, j=j: model.eval(un.at(e, k, j), model_completion=True)))
+            else:
+                picks.append(entry)
+        path.append((ai.index, picks))
+        solver_states.append(states[k + 1])
+    trace = build_trace(inst, path, engine=engine, violation=violation, start=states[0] if cti else None)
+    names = _cell_names(inst)
+    replayed = [inst.from_json(s) for s in trace.states]
+    for k, (a, b) in enumerate(zip(solver_states, replayed, strict=True)):
+        if a != b:
+            i = next(i for i in range(len(a)) if a[i] != b[i])
+            raise OwnershipError(
+                Code.INTERNAL_REPLAY,
+                f"{engine}: the solver's trace does not replay: after step {k}, field {names[i]} is {a[i]!r} "
+                f"according to the solver but {b[i]!r} according to the spec's concrete semantics",
+            )
+    return trace, inst
+
+
+# -- engines ------------------------------------------------------------------------
+
+
+def _where(sym: SymbolicSpec, options: BmcOptions) -> list[z3.BoolRef]:
+    spec = sym.inst.spec
+    out: list[z3.BoolRef] = []
+    env: dict[str, Any] = dict(sym.inst.param_values)
+    env.update(sym.param_terms)
+    for name, term in sym.param_terms.items():
+        p = spec.params[name]
+        out.append(term >= (p.min if p.min is not None else 0))
+        if p.max is not None:
+            out.append(term <= p.max)
+    for text in options.where:
+        try:
+            expr = eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307 - the user's own constraint over parameters
+        except Exception as exc:  # noqa: BLE001
+            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r}: {type(exc).__name__}: {exc}") from None
+        if not isinstance(expr, z3.BoolRef):
+            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r} is not a condition on free parameters")
+        out.append(expr)
+    return out
+
+
+def _checked(sym: SymbolicSpec, options: BmcOptions) -> list[str]:
+    spec = sym.inst.spec
+    names = list(options.invariants) if options.invariants is not None else list(spec.invariants)
+    for n in names:
+        if n not in spec.invariants:
+            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {n!r} (known: {', '.join(spec.invariants)})")
+    return names
+
+
+def _solver(options: BmcOptions) -> z3.Solver:
+    s = z3.Solver()
+    if options.solver_timeout is not None:
+        s.set("timeout", max(1, int(options.solver_timeout * 1000)))
+    return s
+
+
+def _first_failing(un: Unroller, model: z3.ModelRef, names: Sequence[str], k: int) -> str:
+    for n in names:
+        if z3.is_false(model.eval(un.invariant(n, k), model_completion=True)):
+            return n
+    return names[0]
+
+
+def _instance_factory(inst: Instance) -> Any:
+    def make(params: dict[str, int]) -> Instance:
+        if params == inst.param_values:
+            return inst
+        return Instance(inst.spec, params)
+
+    return make
+
+
+def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None) -> CheckResult:
+    """Bounded model checking: the shortest violation up to ``max_depth`` steps."""
+    start = time.perf_counter()
+    sym = SymbolicSpec(inst, options.free)
+    names = _checked(sym, options)
+    if options.minimize or options.maximize:
+        return _optimize(inst, sym, names, options, start)
+    un = Unroller(sym)
+    solver = _solver(options)
+    solver.add(*un.init(inst))
+    solver.add(*_where(sym, options))
+    opts = _opts(options)
+    notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances"]
+
+    def result(verdict: Verdict, reason: StopReason, depth: int, violated: str | None = None,
+               trace: Trace | None = None, extra: Sequence[str] = ()) -> CheckResult:
+        return CheckResult(
+            spec=inst.spec.name, engine="bmc", verdict=verdict, stop_reason=reason,
+            stats=Stats(0, 0, depth, time.perf_counter() - start), params=_shown_params(inst, options),
+            invariants=tuple(names), violated=violated, trace=trace, options=opts, notes=tuple(notes + list(extra)),
+        )
+
+    for k in range(options.max_depth + 1):
+        solver.push()
+        solver.add(z3.Or(*[z3.Not(un.invariant(n, k)) for n in names]))
+        answer = solver.check()
+        if answer == z3.sat:
+            model = solver.model()
+            bad = _first_failing(un, model, names, k)
+            trace, _ = extract(un, model, k, _instance_factory(inst), "bmc", bad)
+            return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad, trace)
+        if answer == z3.unknown:
+            reason = solver.reason_unknown()
+            return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
+                f"inconclusive: z3 answered unknown ({reason}) at depth {k}; no violation up to depth {k - 1}"])
+        solver.pop()
+        if k == options.max_depth:
+            break
+        solver.add(*un.transition(k))
+        if progress is not None:
+            progress(_Progress(k + 1, time.perf_counter() - start))
+        # No path of k+1 steps: every execution ends within k steps, all of them checked.
+        answer = solver.check()
+        if answer == z3.unsat:
+            notes.append(f"no execution is longer than {k} steps, so every reachable state was checked")
+            return result(Verdict.PROVED, StopReason.EXHAUSTED, k)
+        if answer == z3.unknown:
+            return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
+                f"inconclusive: z3 answered unknown ({solver.reason_unknown()}) unrolling step {k + 1}"])
+    return result(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, options.max_depth)
+
+
+@dataclass(frozen=True)
+class _Progress:
+    depth: int
+    seconds: float
+    states: int = 0
+    transitions: int = 0
+    frontier: int = 0
+
+
+def _opts(options: BmcOptions) -> dict[str, Any]:
+    d = asdict(options)
+    d["symmetry"] = False
+    return d
+
+
+def _shown_params(inst: Instance, options: BmcOptions) -> dict[str, Any]:
+    return {k: ("free" if k in options.free else v) for k, v in inst.param_values.items()}
+
+
+def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, start: float) -> CheckResult:
+    """Extreme value of a free parameter over all violations within ``max_depth`` steps."""
+    target = options.minimize or options.maximize
+    assert target is not None
+    if target not in sym.param_terms:
+        raise OwnershipError(Code.BAD_OPTION, f"--minimize/--maximize {target}: also pass --free {target}")
+    un = Unroller(sym, stutter=True)
+    opt = z3.Optimize()
+    if options.solver_timeout is not None:
+        opt.set("timeout", max(1, int(options.solver_timeout * 1000)))
+    opt.add(*un.init(inst))
+    opt.add(*_where(sym, options))
+    k_max = options.max_depth
+    for k in range(k_max):
+        opt.add(*un.transition(k))
+    # Stutter steps (selector -1) pad shorter violations, so one query covers every depth.
+    opt.add(z3.Or(*[z3.Not(un.invariant(n, k_max)) for n in names]))
+    term = sym.param_terms[target]
+    handle = opt.minimize(term) if options.minimize else opt.maximize(term)
+    answer = opt.check()
+    opts = _opts(options)
+    shown = _shown_params(inst, options)
+    if answer == z3.unsat:
+        return CheckResult(inst.spec.name, "bmc", Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT,
+                           Stats(0, 0, k_max, time.perf_counter() - start), shown, tuple(names), options=opts,
+                           notes=(f"no value of {target} leads to a violation within {k_max} steps",))
+    if answer == z3.unknown:
+        return CheckResult(inst.spec.name, "bmc", Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN,
+                           Stats(0, 0, k_max, time.perf_counter() - start), shown, tuple(names), options=opts,
+                           notes=(f"inconclusive: z3 answered unknown ({opt.reason_unknown()})",))
+    model = opt.model()
+    value = int_of(model.eval(term, model_completion=True))
+    del handle
+    bad = _first_failing(un, model, names, k_max)
+    trace, _ = extract(un, model, k_max, _instance_factory(inst), "bmc", bad)
+    word = "smallest" if options.minimize else "largest"
+    return CheckResult(inst.spec.name, "bmc", Verdict.VIOLATED, StopReason.VIOLATION,
+                       Stats(0, 0, len(trace), time.perf_counter() - start), shown, tuple(names), violated=bad,
+                       trace=trace, options=opts,
+                       notes=(f"{word} {target} that violates {bad} within {k_max} steps: {value}",),
+                       extremum=(target, value))
+
+
+def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None) -> CheckResult:
+    """Prove the invariants for executions of any length by k-induction (and Spacer)."""
+    start = time.perf_counter()
+    sym = SymbolicSpec(inst, options.free)
+    names = _checked(sym, options)
+    # Helper invariants strengthen the induction: every invariant of the spec is assumed.
+    all_invs = list(inst.spec.invariants)
+    base = Unroller(sym, prefix="b")
+    base_solver = _solver(options)
+    base_solver.add(*base.init(inst))
+    base_solver.add(*_where(sym, options))
+    opts = _opts(options)
+    shown = _shown_params(inst, options)
+    cti: Trace | None = None
+    last_k = 0
+
+    def done(verdict: Verdict, reason: StopReason, depth: int, notes: Sequence[str], violated: str | None = None,
+             trace: Trace | None = None) -> CheckResult:
+        return CheckResult(inst.spec.name, "prove", verdict, reason, Stats(0, 0, depth, time.perf_counter() - start),
+                           shown, tuple(all_invs), violated=violated, trace=trace, options=opts, notes=tuple(notes))
+
+    for k in range(0, options.max_k + 1):
+        last_k = k
+        # Base case at depth k.
+        base_solver.push()
+        base_solver.add(z3.Or(*[z3.Not(base.invariant(n, k)) for n in all_invs]))
+        answer = base_solver.check()
+        if answer == z3.sat:
+            model = base_solver.model()
+            bad = _first_failing(base, model, all_invs, k)
+            trace, _ = extract(base, model, k, _instance_factory(inst), "prove", bad)
+            return done(Verdict.VIOLATED, StopReason.VIOLATION, k, [f"base case fails at depth {k}"], bad, trace)
+        if answer == z3.unknown:
+            return done(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k,
+                        [f"inconclusive: z3 answered unknown ({base_solver.reason_unknown()}) in the base case at depth {k}"])
+        base_solver.pop()
+        base_solver.add(*base.transition(k))
+        if base_solver.check() == z3.unsat:
+            return done(Verdict.PROVED, StopReason.EXHAUSTED, k,
+                        [f"PROVED by bounded exhaustion: no execution is longer than {k} steps and none up to {k} violates"])
+        # Inductive step of length k + 1 from an arbitrary state.
+        step = Unroller(sym, prefix="i")
+        s = _solver(options)
+        s.add(*_where(sym, options))
+        for i in range(k + 2):
+            s.add(*step.types(i))
+        for i in range(k + 1):
+            s.add(*step.transition(i))
+            s.add(*[step.invariant(n, i) for n in all_invs])
+        s.add(z3.Or(*[z3.Not(step.invariant(n, k + 1)) for n in all_invs]))
+        for a in range(k + 2):
+            for b in range(a + 1, k + 2):
+                s.add(z3.Or(*[x != y for x, y in zip(step.state(a), step.state(b), strict=True)]))
+        if progress is not None:
+            progress(_Progress(k, time.perf_counter() - start))
+        answer = s.check()
+        if answer == z3.unsat:
+            return done(Verdict.PROVED, StopReason.INDUCTION, k,
+                        [f"PROVED by {k + 1}-induction (simple paths): invariants hold for executions of any length"])
+        if answer == z3.unknown:
+            return done(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k,
+                        [f"inconclusive: z3 answered unknown ({s.reason_unknown()}) in the induction step at k={k + 1}"])
+        model = s.model()
+        bad = _first_failing(step, model, all_invs, k + 1)
+        cti, _ = extract(step, model, k + 1, _instance_factory(inst), "prove", bad, cti=True)
+    notes = [
+        f"not proved: the induction step still fails at k={last_k + 1} (no violation in the first {last_k} steps)",
+        "the trace below starts from a state that satisfies every invariant but may be unreachable: "
+        "add a helper invariant (@spec.invariant(helper=True)) that rules it out",
+    ]
+    return done(Verdict.UNKNOWN, StopReason.INDUCTION_FAILED, last_k, notes, cti.violation if cti else None, cti)

@@ -1,0 +1,604 @@
+"""Symbolic execution of spec code: the same Python functions, run over Z3 terms.
+
+A spec's actions and invariants are plain Python.  Here they run on a
+:class:`SymView` whose cells are Z3 terms wrapped in :class:`Sym`.  Operators
+on ``Sym`` build terms; a Python ``if`` (``bool()`` of a ``Sym``) *forks*:
+the function is re-run from the start once per sequence of branch decisions
+(as concolic executors do), each run yielding one path with its path
+condition, the cells it wrote, and the choices it made.  ``require`` is just
+an ``if`` whose false branch ends the path as disabled.
+
+The ownership vocabulary (``alloc``, ``read``, ``transfer``, ...) checks
+``s.symbolic`` and encodes each operation directly (fresh choice variables
+and ``If`` terms) instead of forking page by page: see
+:mod:`ownership.vocab.symbolic`.
+
+Only engines import this module: it imports z3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from ownership.errors import Code, OwnershipError, location_in
+from ownership.spec.instance import Instance
+from ownership.spec.model import Disabled, Domain, Params, Values
+from ownership.spec.types import BoolType, Ref, RefSet, ValueType
+
+MAX_PATHS = 4096
+"""Paths one action may fork into before the engine gives up on the spec."""
+
+WIDTH = 32
+"""Integers are 32-bit two's-complement bit-vectors: the whole encoding is then
+bit-vector logic, which Z3 bit-blasts to SAT, far faster than mixing linear
+arithmetic with the bit-vectors that hold sets of requests.  Token counts up to
+2**31 - 1 fit (the incident's 1,048,576-token context does)."""
+
+INT = z3.BitVecSort(WIDTH)
+
+
+def ival(n: int) -> z3.BitVecRef:
+    """An integer constant of the encoding's integer sort."""
+    return z3.BitVecVal(n, WIDTH)
+
+
+def b2i(b: z3.BoolRef) -> z3.BitVecRef:
+    """1 if ``b`` else 0, as an encoding integer."""
+    return z3.If(b, ival(1), ival(0))
+
+
+def int_of(value: z3.ExprRef) -> int:
+    """A model value of the integer sort as a Python int."""
+    if isinstance(value, z3.BitVecNumRef):
+        return value.as_signed_long() if value.size() == WIDTH else value.as_long()
+    return value.as_long()  # type: ignore[attr-defined,no-any-return]
+
+
+def floor_div(a: z3.BitVecRef, b: Any) -> z3.BitVecRef:
+    """Python's ``a // b`` (rounds towards -inf; bvsdiv alone truncates towards 0)."""
+    return (a - a % b) / b  # z3py: % on bit-vectors is bvsmod (sign of the divisor)
+
+
+class SymbolicError(Exception):
+    """Spec code did something that cannot be executed symbolically."""
+
+
+def sort_of(vtype: ValueType, sizes: dict[str, int]) -> z3.SortRef:
+    """Z3 sort of a cell: Bool, a bit-vector for sets of elements, Int otherwise."""
+    if isinstance(vtype, BoolType):
+        return z3.BoolSort()
+    if isinstance(vtype, RefSet):
+        return z3.BitVecSort(max(1, sizes[vtype.domain]))
+    return INT
+
+
+def to_z3(value: Any, sort: z3.SortRef) -> z3.ExprRef:
+    """A Python value or ``Sym`` as a term of ``sort`` (``None`` is -1)."""
+    if isinstance(value, Sym):
+        e = value.e
+        if e.sort() == sort:
+            return e
+        if z3.is_bool(e) and sort == INT:
+            return b2i(e)
+        if sort == z3.BoolSort() and e.sort() == INT:
+            return e != 0
+        return e
+    if isinstance(value, z3.ExprRef):
+        return value
+    if value is None:
+        return ival(-1)
+    if sort == z3.BoolSort():
+        return z3.BoolVal(bool(value))
+    if isinstance(sort, z3.BitVecSortRef):
+        return z3.BitVecVal(int(value), sort.size())
+    return ival(int(value))
+
+
+def _term(x: Any, like: z3.ExprRef | None = None) -> Any:
+    """Operand for a z3 operator: unwrap ``Sym``, map ``None`` to -1, bools in Int context to 0/1."""
+    if isinstance(x, Sym):
+        e = x.e
+        if like is not None and z3.is_bool(e) and not z3.is_bool(like):
+            return b2i(e)
+        return e
+    if x is None:
+        return -1
+    if isinstance(x, bool) and like is not None and not z3.is_bool(like):
+        return int(x)
+    return x
+
+
+def _arith(e: z3.ExprRef) -> z3.ExprRef:
+    return b2i(e) if z3.is_bool(e) else e
+
+
+class Sym:
+    """A symbolic value in spec code.  ``bool(sym)`` forks the running path."""
+
+    __slots__ = ("e", "ex")
+    __hash__ = None  # type: ignore[assignment]  # dict/set membership would hide a fork
+
+    def __init__(self, e: z3.ExprRef, ex: PathExplorer) -> None:
+        self.e = e
+        self.ex = ex
+
+    def _wrap(self, e: z3.ExprRef) -> Sym:
+        return Sym(e, self.ex)
+
+    def __bool__(self) -> bool:
+        e = self.e
+        if not z3.is_bool(e):
+            e = e != (0 if not isinstance(e, z3.BitVecRef) else z3.BitVecVal(0, e.size()))
+        return self.ex.branch(e)
+
+    def __index__(self) -> int:
+        raise SymbolicError(
+            f"a symbolic value ({self.e}) is used as an index or count; index with domain elements "
+            "or use the ownership vocabulary"
+        )
+
+    __int__ = __index__
+
+    def __repr__(self) -> str:
+        return f"Sym({self.e})"
+
+    # comparisons
+    def __eq__(self, other: object) -> Sym:  # type: ignore[override]
+        return self._wrap(_eq(self.e, _term(other, self.e)))
+
+    def __ne__(self, other: object) -> Sym:  # type: ignore[override]
+        return self._wrap(z3.Not(_eq(self.e, _term(other, self.e))))
+
+    def __lt__(self, other: Any) -> Sym:
+        return self._wrap(_arith(self.e) < _term(other, self.e))
+
+    def __le__(self, other: Any) -> Sym:
+        return self._wrap(_arith(self.e) <= _term(other, self.e))
+
+    def __gt__(self, other: Any) -> Sym:
+        return self._wrap(_arith(self.e) > _term(other, self.e))
+
+    def __ge__(self, other: Any) -> Sym:
+        return self._wrap(_arith(self.e) >= _term(other, self.e))
+
+    # arithmetic
+    def __add__(self, o: Any) -> Sym:
+        return self._wrap(_arith(self.e) + _term(o, self.e))
+
+    def __radd__(self, o: Any) -> Sym:
+        return self._wrap(_term(o, self.e) + _arith(self.e))
+
+    def __sub__(self, o: Any) -> Sym:
+        return self._wrap(_arith(self.e) - _term(o, self.e))
+
+    def __rsub__(self, o: Any) -> Sym:
+        return self._wrap(_term(o, self.e) - _arith(self.e))
+
+    def __mul__(self, o: Any) -> Sym:
+        return self._wrap(_arith(self.e) * _term(o, self.e))
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o: Any) -> Sym:
+        return self._wrap(floor_div(_arith(self.e), _term(o, self.e)))
+
+    def __rfloordiv__(self, o: Any) -> Sym:
+        return self._wrap(floor_div(ival(o) if isinstance(o, int) else _term(o, self.e), _arith(self.e)))
+
+    def __mod__(self, o: Any) -> Sym:
+        # Python's % takes the divisor's sign, as bvsmod does.
+        return self._wrap(_arith(self.e) % _term(o, self.e))
+
+    def __neg__(self) -> Sym:
+        return self._wrap(-_arith(self.e))
+
+    # bit operations (sets of elements are bit-vectors)
+    def __and__(self, o: Any) -> Sym:
+        return self._wrap(self.e & _term(o, self.e))
+
+    __rand__ = __and__
+
+    def __or__(self, o: Any) -> Sym:
+        return self._wrap(self.e | _term(o, self.e))
+
+    __ror__ = __or__
+
+    def __xor__(self, o: Any) -> Sym:
+        return self._wrap(self.e ^ _term(o, self.e))
+
+    def __invert__(self) -> Sym:
+        return self._wrap(~self.e)
+
+    def __rshift__(self, o: Any) -> Sym:
+        return self._wrap(z3.LShR(self.e, _term(o, self.e)))
+
+    def __lshift__(self, o: Any) -> Sym:
+        return self._wrap(self.e << _term(o, self.e))
+
+
+def _eq(a: z3.ExprRef, b: Any) -> z3.BoolRef:
+    if z3.is_bool(a) and isinstance(b, int) and not isinstance(b, bool):
+        return a == (b != 0)
+    return a == b  # type: ignore[no-any-return]
+
+
+@dataclass
+class Path:
+    """One path through an action or invariant."""
+
+    pc: list[z3.BoolRef]
+    writes: dict[int, Any]
+    aux: list[z3.ExprRef]
+    constraints: list[z3.BoolRef]
+    picks: list[Any]
+    result: Any
+    enabled: bool
+
+
+class PathExplorer:
+    """Runs a function once per branch-decision sequence (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.prefix: tuple[int, ...] = ()
+        self.trail: list[tuple[int, int]] = []
+        self.pc: list[z3.BoolRef] = []
+
+    def branch(self, cond: z3.BoolRef) -> bool:
+        cond = z3.simplify(cond)
+        if z3.is_true(cond):
+            return True
+        if z3.is_false(cond):
+            return False
+        return self.decide(2, cond) == 0
+
+    def decide(self, count: int, cond: z3.BoolRef | None = None) -> int:
+        pos = len(self.trail)
+        taken = self.prefix[pos] if pos < len(self.prefix) else 0
+        self.trail.append((taken, count))
+        if cond is not None:
+            self.pc.append(cond if taken == 0 else z3.Not(cond))
+        return taken
+
+    def run(self, fn: Callable[[], Any], on_start: Callable[[], None]) -> Iterator[tuple[bool, Any]]:
+        """Yield ``(enabled, result)`` once per path; path state is read from this object."""
+        pending: list[tuple[int, ...]] = [()]
+        count = 0
+        while pending:
+            self.prefix = pending.pop()
+            self.trail = []
+            self.pc = []
+            on_start()
+            enabled = True
+            result = None
+            try:
+                result = fn()
+            except Disabled:
+                enabled = False
+            for pos in range(len(self.prefix), len(self.trail)):
+                taken, n = self.trail[pos]
+                for alt in range(n - 1, taken, -1):
+                    pending.append(tuple(t for t, _ in self.trail[:pos]) + (alt,))
+            count += 1
+            if count > MAX_PATHS:
+                raise SymbolicError(f"more than {MAX_PATHS} paths: the spec branches on too many symbolic values")
+            yield enabled, result
+
+
+class SymParams(Params):
+    """Parameters where the free ones are symbolic integers."""
+
+
+class SymField:
+    """``s.var[i]`` over symbolic cells."""
+
+    __slots__ = ("view", "off", "shape", "strides")
+
+    def __init__(self, view: SymView, off: int, shape: tuple[int, ...]) -> None:
+        self.view = view
+        self.off = off
+        self.shape = shape
+        strides = []
+        acc = 1
+        for d in reversed(shape):
+            strides.append(acc)
+            acc *= d
+        self.strides = tuple(reversed(strides))
+
+    def _pos(self, key: Any) -> int:
+        keys = key if isinstance(key, tuple) else (key,)
+        if len(keys) != len(self.shape):
+            raise IndexError(f"index with {len(self.shape)} elements")
+        pos = self.off
+        for k, n, st in zip(keys, self.shape, self.strides, strict=True):
+            if isinstance(k, Sym):
+                k.__index__()
+            if not 0 <= k < n:
+                raise IndexError(f"index {k} out of range 0..{n - 1}")
+            pos += k * st
+        return pos
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.view.read_cell(self._pos(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.view.write_cell(self._pos(key), value)
+
+    def __iter__(self) -> Iterator[Any]:
+        if len(self.shape) != 1:
+            raise SymbolicError("iterate only over variables indexed by one domain")
+        for i in range(self.shape[0]):
+            yield self.view.read_cell(self.off + i)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+
+class SymView:
+    """The ``s`` that spec code receives during symbolic execution."""
+
+    symbolic = True
+    recording = False
+
+    def __init__(self, enc: SymbolicSpec) -> None:
+        object.__setattr__(self, "_enc", enc)
+        object.__setattr__(self, "params", enc.params)
+        object.__setattr__(self, "_scalars", {})
+        object.__setattr__(self, "writes", {})
+        object.__setattr__(self, "aux", [])
+        object.__setattr__(self, "constraints", [])
+        object.__setattr__(self, "picks", [])
+        for lay in enc.inst.layouts.values():
+            if not lay.shape:
+                self._scalars[lay.name] = lay.offset
+            else:
+                object.__setattr__(self, lay.name, SymField(self, lay.offset, lay.shape))
+
+    def reset(self) -> None:
+        self.writes.clear()
+        self.aux.clear()
+        self.constraints.clear()
+        self.picks.clear()
+
+    # cells
+    def read_cell(self, pos: int) -> Any:
+        if pos in self.writes:
+            return self.writes[pos]
+        return Sym(self._enc.cells[pos], self._enc.explorer)
+
+    def write_cell(self, pos: int, value: Any) -> None:
+        if isinstance(value, Sym):
+            value = Sym(value.e, value.ex)
+        self.writes[pos] = value
+
+    def cell_term(self, pos: int) -> z3.ExprRef:
+        """The current value of a cell as a term (for vocabulary encodings)."""
+        return to_z3(self.read_cell(pos), self._enc.sorts[pos])
+
+    def set_term(self, pos: int, term: z3.ExprRef) -> None:
+        self.writes[pos] = Sym(term, self._enc.explorer)
+
+    def layout(self, var: str) -> Any:
+        return self._enc.inst.layouts[var]
+
+    def __getattr__(self, name: str) -> Any:
+        scalars = object.__getattribute__(self, "_scalars")
+        if name in scalars:
+            return self.read_cell(scalars[name])
+        raise AttributeError(f"spec has no state variable or view method {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._scalars:
+            self.write_cell(self._scalars[name], value)
+            return
+        raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
+
+    # what spec code calls
+    def all(self, domain: Domain) -> range:
+        return range(self._enc.inst.sizes[domain.name])
+
+    def size(self, domain: Domain) -> int:
+        return self._enc.inst.sizes[domain.name]
+
+    def name_of(self, domain: Domain, element: Any) -> str:
+        if isinstance(element, Sym):
+            return "?"
+        return "-" if element is None else self._enc.inst.names[domain.name][element]
+
+    def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
+        if not options:
+            raise Disabled
+        idx = self._enc.explorer.decide(len(options))
+        value = options[idx]
+        self.picks.append(value)
+        return value
+
+    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
+        return None
+
+    def terminal(self) -> bool:
+        done = self._enc.inst.spec.done
+        if done is None:
+            raise SymbolicError("no @spec.terminal predicate declared")
+        return bool(done(self))
+
+    def checks(self, invariant: str) -> bool:
+        return invariant in self._enc.inst.spec.invariants
+
+    # for vocabulary encodings
+    def fresh(self, name: str, sort: z3.SortRef) -> z3.ExprRef:
+        """A new unconstrained term, renamed per step by the engine."""
+        v = z3.Const(f"aux!{len(self.aux)}!{name}", sort)
+        self.aux.append(v)
+        return v
+
+    def assume(self, constraint: z3.BoolRef) -> None:
+        """Constrain this path's fresh terms (not a branch: no fork)."""
+        self.constraints.append(constraint)
+
+    def require_term(self, cond: z3.BoolRef) -> None:
+        """``require`` on a raw term."""
+        if not self._enc.explorer.branch(cond):
+            raise Disabled
+
+    def record_pick(self, extractor: Callable[[Callable[[z3.ExprRef], Any]], list[Any]]) -> None:
+        """Register how to read this path's choices back from a model (for replay)."""
+        self.picks.append(extractor)
+
+
+@dataclass
+class ActionPaths:
+    """The paths of one action instance."""
+
+    action: str
+    arg_values: tuple[Any, ...]  # ints or z3 terms (Values domains over free parameters)
+    paths: list[Path]
+
+
+@dataclass
+class SymbolicSpec:
+    """A spec's actions and invariants as sets of symbolic paths over placeholder cells."""
+
+    inst: Instance
+    free: tuple[str, ...]
+    params: Params = field(init=False)
+    sorts: list[z3.SortRef] = field(init=False)
+    cells: list[z3.ExprRef] = field(init=False)
+    explorer: PathExplorer = field(init=False)
+    actions: list[ActionPaths] = field(init=False)
+    invariants: dict[str, list[Path]] = field(init=False)
+    param_terms: dict[str, z3.ArithRef] = field(init=False)
+
+    def __post_init__(self) -> None:
+        inst = self.inst
+        spec = inst.spec
+        for name in self.free:
+            if name not in spec.params:
+                raise OwnershipError(Code.UNKNOWN_PARAM, f"--free {name}: spec {spec.name} has no such parameter", spec.file, spec.line)
+        self.param_terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in self.free}
+        self.explorer = PathExplorer()
+        values: dict[str, Any] = dict(inst.param_values)
+        for n, t in self.param_terms.items():
+            values[n] = Sym(t, self.explorer)
+        self.params = SymParams(values)
+        self._check_sizes_fixed()
+        self.sorts = []
+        for v in spec.vars.values():
+            lay = inst.layouts[v.name]
+            self.sorts.extend([sort_of(v.type, inst.sizes)] * lay.length)
+        self.cells = [z3.Const(f"x!{i}", s) for i, s in enumerate(self.sorts)]
+        self.view = SymView(self)
+        self.actions = []
+        for act in spec.actions.values():
+            ranges: list[list[Any]] = []
+            for d in act.arg_domains:
+                if isinstance(d, Values):
+                    try:
+                        vals = list(d.values(self.params))
+                    except SymbolicError as exc:
+                        raise self._error(f"values {d.name}", exc, act.file) from None
+                    ranges.append(_dedupe(vals))
+                else:
+                    ranges.append(list(range(inst.sizes[d.name])))
+            import itertools
+
+            for args in itertools.product(*ranges):
+                paths = self._paths(lambda a=act, g=args: a.fn(self.view, *g), f"action {act.name}", act.file)
+                self.actions.append(ActionPaths(act.name, tuple(args), [p for p in paths if p.enabled]))
+        self.invariants = {}
+        for inv in spec.invariants.values():
+            self.invariants[inv.name] = self._paths(lambda i=inv: i.fn(self.view), f"invariant {inv.name}", inv.file)
+
+    def _check_sizes_fixed(self) -> None:
+        spec = self.inst.spec
+        for name in self.free:
+            bumped = dict(self.inst.param_values)
+            bumped[name] = bumped[name] * 2 + 7
+            for d in spec.domains.values():
+                try:
+                    changed = d.resolve_size(Params(bumped)) != self.inst.sizes[d.name]
+                except Exception:  # noqa: BLE001
+                    changed = True
+                if changed:
+                    raise OwnershipError(
+                        Code.BAD_OPTION,
+                        f"--free {name}: it sets the size of domain {d.name}, which must be fixed; "
+                        f"fix {name} with --param or size {d.name} by another parameter",
+                        spec.file,
+                        spec.line,
+                    )
+
+    def _error(self, what: str, exc: Exception, file: str | None) -> OwnershipError:
+        return OwnershipError(
+            Code.SPEC_RUNTIME,
+            f"{what} cannot run symbolically: {type(exc).__name__}: {exc}",
+            file,
+            location_in(file, exc) if file else None,
+        )
+
+    def _paths(self, fn: Callable[[], Any], what: str, file: str | None) -> list[Path]:
+        out: list[Path] = []
+        view = self.view
+        try:
+            for enabled, result in self.explorer.run(fn, view.reset):
+                out.append(
+                    Path(
+                        pc=list(self.explorer.pc),
+                        writes=dict(view.writes),
+                        aux=list(view.aux),
+                        constraints=list(view.constraints),
+                        picks=list(view.picks),
+                        result=result,
+                        enabled=enabled,
+                    )
+                )
+        except OwnershipError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - spec code
+            raise self._error(what, exc, file) from None
+        return out
+
+    # -- formulas ---------------------------------------------------------------
+    def invariant_formula(self, name: str) -> z3.BoolRef:
+        """The invariant as one formula over the placeholder cells."""
+        disj = []
+        for p in self.invariants[name]:
+            if not p.enabled:
+                continue
+            r = p.result
+            val = to_z3(r, z3.BoolSort()) if isinstance(r, Sym) else z3.BoolVal(bool(r))
+            disj.append(z3.And(*p.pc, val) if p.pc else val)
+        return z3.simplify(z3.Or(*disj)) if disj else z3.BoolVal(False)
+
+    def type_constraints(self, cells: Sequence[z3.ExprRef]) -> list[z3.BoolRef]:
+        """Range constraints every state satisfies (enum members, element references)."""
+        from ownership.spec.types import Enum
+
+        out: list[z3.BoolRef] = []
+        spec = self.inst.spec
+        for v in spec.vars.values():
+            lay = self.inst.layouts[v.name]
+            for k in range(lay.length):
+                c = cells[lay.offset + k]
+                if isinstance(v.type, Enum):
+                    out.append(z3.And(c >= 0, c < len(v.type.members)))
+                elif isinstance(v.type, Ref):
+                    lo = -1 if v.type.optional else 0
+                    out.append(z3.And(c >= lo, c < self.inst.sizes[v.type.domain]))
+        return out
+
+
+def _dedupe(values: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    seen: set[Any] = set()
+    for v in values:
+        if isinstance(v, Sym):
+            out.append(v.e)
+            continue
+        if v not in seen:
+            seen.add(v)
+            out.append(int(v))
+    return out

@@ -1,0 +1,201 @@
+"""Direct symbolic encodings of the ownership vocabulary.
+
+When a spec runs under the Z3 engine, :class:`~ownership.vocab.pool.PagePool`
+operations land here instead of running page by page (which would fork once
+per page and per choice).  Each function must mean exactly what its concrete
+counterpart in :mod:`ownership.vocab.pool` does: every counterexample the
+solver finds is replayed through the concrete code and compared cell by cell,
+so a mismatch here is reported loudly, never silently trusted.
+
+Page sets are :class:`SymPages`: a membership term and a page-table position
+term per page.  Imported only by the symbolic engine (it imports z3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import z3
+
+from ownership.engines.symbolic import INT, Sym, SymView, b2i, int_of, ival
+from ownership.spec.model import Disabled
+
+if TYPE_CHECKING:
+    from ownership.vocab.pool import PagePool
+
+
+@dataclass
+class SymPages:
+    """A symbolic set of pages of one pool, each with its page-table position."""
+
+    pool: str
+    member: list[z3.BoolRef]
+    position: list[z3.ExprRef]
+
+    def __iter__(self) -> Any:
+        raise TypeError(
+            "iterating pages returned by the vocabulary is not supported symbolically; "
+            "pass them to write/read/free_pages instead"
+        )
+
+
+def _int(s: SymView, x: Any) -> z3.ExprRef:
+    if isinstance(x, Sym):
+        return x.e if not z3.is_bool(x.e) else b2i(x.e)
+    return ival(int(x))
+
+
+def _cells(s: SymView, var: str) -> tuple[int, int]:
+    lay = s.layout(var)
+    return lay.offset, lay.length
+
+
+def _terms(s: SymView, var: str) -> list[z3.ExprRef]:
+    off, n = _cells(s, var)
+    return [s.cell_term(off + i) for i in range(n)]
+
+
+def _bit(h: z3.BitVecRef, r: int) -> z3.BoolRef:
+    return z3.Extract(r, r, h) == 1
+
+
+def as_pages(s: SymView, pool: PagePool, pages: Any) -> SymPages:
+    """A concrete list of pages (in order) or a SymPages as SymPages."""
+    if isinstance(pages, SymPages):
+        return pages
+    n = s.size(pool.Page)
+    listed = list(pages)
+    for p in listed:
+        if isinstance(p, Sym):
+            p.__index__()
+    return SymPages(
+        pool.name,
+        [z3.BoolVal(p in listed) for p in range(n)],
+        [ival(listed.index(p) if p in listed else -1) for p in range(n)],
+    )
+
+
+def available(s: SymView, pool: PagePool) -> Sym:
+    return Sym(_sum(_terms(s, pool.free_var)), s._enc.explorer)
+
+
+def pages_of(s: SymView, pool: PagePool, r: int) -> SymPages:
+    holders = _terms(s, pool.holders_var)
+    slots = _terms(s, pool.slot_var)
+    return SymPages(pool.name, [_bit(h, r) for h in holders], list(slots))
+
+
+def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> SymPages:
+    free_off, size = _cells(s, pool.free_var)
+    hold_off, _ = _cells(s, pool.holders_var)
+    slot_off, _ = _cells(s, pool.slot_var)
+    free = [s.cell_term(free_off + p) for p in range(size)]
+    n_term = _int(s, n)
+    s.require_term(_sum(free) >= n_term)
+    take = [s.fresh(f"{pool.name}_take{p}", z3.BoolSort()) for p in range(size)]
+    pos = [s.fresh(f"{pool.name}_pos{p}", INT) for p in range(size)]
+    for p in range(size):
+        s.assume(z3.Implies(take[p], z3.And(free[p] > 0, pos[p] >= 0, pos[p] < n_term)))
+        s.assume(z3.Implies(z3.Not(take[p]), pos[p] == -1))
+        for q in range(p):
+            s.assume(z3.Implies(z3.And(take[p], take[q]), pos[p] != pos[q]))
+    s.assume(_sum([b2i(t) for t in take]) == n_term)
+    bit = 1 << r
+    for p in range(size):
+        h = s.cell_term(hold_off + p)
+        s.set_term(free_off + p, free[p] - b2i(take[p]))
+        s.set_term(hold_off + p, z3.If(take[p], h | z3.BitVecVal(bit, h.size()), h))
+        s.set_term(slot_off + p, z3.If(take[p], pos[p] + first_slot, s.cell_term(slot_off + p)))
+
+    def picks(ev: Callable[[z3.ExprRef], Any]) -> list[Any]:
+        chosen = [p for p in range(size) if z3.is_true(ev(take[p]))]
+        chosen.sort(key=lambda p: int_of(ev(pos[p])))
+        return chosen
+
+    s.record_pick(picks)
+    return SymPages(pool.name, take, [z3.If(take[p], pos[p] + first_slot, -1) for p in range(size)])
+
+
+def write(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
+    pages = as_pages(s, pool, pages)
+    hold_off, size = _cells(s, pool.holders_var)
+    content_off, _ = _cells(s, pool.content_var)
+    bad = []
+    for p in range(size):
+        m = pages.member[p]
+        bad.append(z3.And(m, z3.Not(_bit(s.cell_term(hold_off + p), r))))
+        s.set_term(content_off + p, z3.If(m, ival(r), s.cell_term(content_off + p)))
+    _or_into(s, "wrote_unowned", r, bad)
+
+
+def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
+    pages = as_pages(s, pool, pages)
+    content_off, size = _cells(s, pool.content_var)
+    content = [s.cell_term(content_off + p) for p in range(size)]
+    _or_into(s, "read_unwritten", r, [z3.And(pages.member[p], content[p] == -1) for p in range(size)])
+    foreign = [z3.And(pages.member[p], content[p] != -1, content[p] != r) for p in range(size)]
+    first: z3.ExprRef = ival(-1)
+    for p in range(size):
+        earlier = [z3.And(foreign[q], pages.position[q] < pages.position[p]) for q in range(size) if q != p]
+        is_first = z3.And(foreign[p], z3.Not(z3.Or(*earlier))) if earlier else foreign[p]
+        first = z3.If(is_first, content[p], first)
+    rf_off = s.layout("read_foreign").offset + r
+    old = s.cell_term(rf_off)
+    s.set_term(rf_off, z3.If(old != -1, old, first))
+
+
+def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
+    pages = as_pages(s, pool, pages)
+    free_off, size = _cells(s, pool.free_var)
+    hold_off, _ = _cells(s, pool.holders_var)
+    slot_off, _ = _cells(s, pool.slot_var)
+    for p in range(size):
+        m = pages.member[p]
+        h = s.cell_term(hold_off + p)
+        s.set_term(hold_off + p, z3.If(m, h & z3.BitVecVal(~(1 << r) % (1 << h.size()), h.size()), h))
+        s.set_term(slot_off + p, z3.If(m, ival(-1), s.cell_term(slot_off + p)))
+        s.set_term(free_off + p, s.cell_term(free_off + p) + b2i(m))
+
+
+def _sum(terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
+    out: z3.ExprRef = ival(0)
+    for t in terms:
+        out = out + t
+    return out
+
+
+def _rank(pages: SymPages, p: int) -> z3.ExprRef:
+    return _sum(
+        [b2i(z3.And(pages.member[q], pages.position[q] < pages.position[p])) for q in range(len(pages.member)) if q != p]
+    )
+
+
+def transfer(s: SymView, r: int, src: PagePool, dst: PagePool, n: Any) -> None:
+    src_pages = pages_of(s, src, r)
+    dst_pages = pages_of(s, dst, r)
+    n_term = _int(s, n)
+    src_count = _sum([b2i(m) for m in src_pages.member])
+    dst_count = _sum([b2i(m) for m in dst_pages.member])
+    s.require_term(n_term <= src_count)
+    src_content = _terms(s, src.content_var)
+    dst_off, dst_size = _cells(s, dst.content_var)
+    src_rank = [_rank(src_pages, p) for p in range(len(src_pages.member))]
+    for q in range(dst_size):
+        rank_q = _rank(dst_pages, q)
+        value: z3.ExprRef = s.cell_term(dst_off + q)
+        for p in range(len(src_pages.member)):
+            value = z3.If(z3.And(src_pages.member[p], src_rank[p] == rank_q), src_content[p], value)
+        s.set_term(dst_off + q, z3.If(z3.And(dst_pages.member[q], rank_q < n_term), value, s.cell_term(dst_off + q)))
+    _or_into(s, "wrote_unowned", r, [dst_count < n_term])
+
+
+def _or_into(s: SymView, var: str, r: int, conds: Sequence[z3.BoolRef]) -> None:
+    if not conds:
+        return
+    pos = s.layout(var).offset + r
+    s.set_term(pos, z3.Or(s.cell_term(pos), *conds))
+
+
+__all__ = ["Disabled", "SymPages", "alloc", "available", "free_pages", "pages_of", "read", "transfer", "write"]
