@@ -110,3 +110,29 @@ def test_deadlock_check_is_opt_in() -> None:
 def test_invariant_selection() -> None:
     r = explore(instance("sglang_disagg_v0_5_21"), ExploreOptions(invariants=("no_double_ownership",)))
     assert r.verdict is Verdict.PROVED and r.invariants == ("no_double_ownership",)
+
+
+def test_states_differing_only_by_minus_one_and_minus_two_are_distinct() -> None:
+    """CPython's hash(-1) == hash(-2): deduplicating by hash would lose the -2 state."""
+    from ownership import Spec, require
+    from ownership.spec.instance import Instance
+
+    spec = Spec("countdown")
+    spec.var("x", int, init=0)
+
+    @spec.action
+    def dec(s):
+        require(s.x > -3)
+        s.x -= 1
+
+    @spec.invariant
+    def never_minus_two(s):
+        return s.x != -2
+
+    r = explore(Instance(spec))
+    assert r.verdict is Verdict.VIOLATED and r.trace is not None and len(r.trace) == 2
+
+
+def test_state_limit_equal_to_the_state_count_is_exhaustive() -> None:
+    r = explore(instance("sglang_single_node"), ExploreOptions(max_states=57))
+    assert r.verdict is Verdict.PROVED and r.stats.states == 57
