@@ -299,6 +299,10 @@ def replay(
     raise typer.Exit(int(ExitCode.VIOLATION))
 
 
+def _steps(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
 def _locate_spec(recorded: str | None, trace_file: Path) -> Path:
     if not recorded:
         raise OwnershipError(Code.TRACE_SPEC_MISSING, "trace records no spec path; pass --spec", str(trace_file))
@@ -343,9 +347,7 @@ def test_specs(
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
     from ownership.spec.loader import spec_files
 
-    settings = _CheckSettings(
-        "explore", _parse_params(param), None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False
-    )
+    params = _parse_params(param)
     failures = passed = 0
     files = spec_files(directory)
     if not files:
@@ -358,6 +360,9 @@ def test_specs(
         if spec.expect is None:
             typer.echo(f"SKIP  {spec.name}: declares no expected verdict")
             continue
+        # --param applies to the specs that declare the parameter.
+        mine = {k: v for k, v in params.items() if k in spec.params}
+        settings = _CheckSettings("explore", mine, None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False)
         _, result = _run_check(path, settings, quiet=True)
         got = "safe" if result.violated is None else f"violates {result.violated}"
         want = spec.expect.describe()
@@ -368,7 +373,7 @@ def test_specs(
         took = time.perf_counter() - started
         status = "PASS" if ok else "FAIL"
         detail = f"{got} ({result.stats.states:,} states, depth {result.stats.depth}"
-        detail += f", {len(result.trace)} steps" if result.trace is not None else ""
+        detail += f", {_steps(len(result.trace))}" if result.trace is not None else ""
         detail += f", {took:.2f}s)"
         if not ok and spec.expect.safe and result.violated is None:
             detail += f"; not exhaustive: {result.stop_reason.value}"
@@ -395,15 +400,17 @@ def graph(
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 
+    suffix = out.suffix.lower()
+    if suffix not in (".graphml", ".gexf", ".dot", ".gv"):
+        raise OwnershipError(Code.BAD_OPTION, f"--out {out}: use a .graphml, .gexf or .dot file")
     inst = Instance(load_spec(spec_path), _parse_params(param))
     g = state_graph(inst, GraphOptions(max_states=max_states, symmetry=symmetry))
-    suffix = out.suffix.lower()
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".graphml":
         nx.write_graphml(g, out)
     elif suffix == ".gexf":
         nx.write_gexf(g, out)
-    elif suffix in (".dot", ".gv"):
+    else:
         lines = ["digraph states {"]
         for n, d in g.nodes(data=True):
             color = ', color="red"' if d["violates"] else ""
@@ -413,8 +420,6 @@ def graph(
             lines.append(f'  {a} -> {b} [label="{label}"];')
         lines.append("}")
         out.write_text("\n".join(lines) + "\n")
-    else:
-        raise OwnershipError(Code.BAD_OPTION, f"--out {out}: use a .graphml, .gexf or .dot file")
     bad = violating_nodes(g)
     typer.echo(
         f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions, "

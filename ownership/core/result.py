@@ -83,7 +83,7 @@ class CheckResult:
         s = self.stats
         sym = self.options.get("symmetry")
         states = f"{s.states:,} distinct states" + (" (up to symmetry)" if sym else "")
-        scope = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        scope = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "this instance (no parameters)"
         base = f"{states}, {s.transitions:,} transitions, depth {s.depth}, {s.seconds:.2f}s"
         if self.engine in ("bmc", "prove"):
             return self._solver_coverage()

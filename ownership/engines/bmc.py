@@ -26,7 +26,7 @@ from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
-from ownership.spec.types import BoolType, Ref, RefSet
+from ownership.spec.types import BoolType, Ref
 
 from .symbolic import Path, SymbolicSpec, int_of, to_z3
 
@@ -375,7 +375,7 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     """Prove the invariants for executions of any length by k-induction (and Spacer)."""
     start = time.perf_counter()
     sym = SymbolicSpec(inst, options.free)
-    names = _checked(sym, options)
+    _checked(sym, options)
     # Helper invariants strengthen the induction: every invariant of the spec is assumed.
     all_invs = list(inst.spec.invariants)
     base = Unroller(sym, prefix="b")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 from array import array
-from operator import itemgetter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from operator import itemgetter
 from typing import Any
 
 from ownership.core.replay import build_trace

@@ -506,11 +506,12 @@ class SymbolicSpec:
             import itertools
 
             for args in itertools.product(*ranges):
-                paths = self._paths(lambda a=act, g=args: a.fn(self.view, *g), f"action {act.name}", act.file)
+                call = _bind(act.fn, self.view, [Sym(a, self.explorer) if isinstance(a, z3.ExprRef) else a for a in args])
+                paths = self._paths(call, f"action {act.name}", act.file)
                 self.actions.append(ActionPaths(act.name, tuple(args), [p for p in paths if p.enabled]))
         self.invariants = {}
         for inv in spec.invariants.values():
-            self.invariants[inv.name] = self._paths(lambda i=inv: i.fn(self.view), f"invariant {inv.name}", inv.file)
+            self.invariants[inv.name] = self._paths(_bind(inv.fn, self.view, []), f"invariant {inv.name}", inv.file)
 
     def _check_sizes_fixed(self) -> None:
         spec = self.inst.spec
@@ -589,6 +590,13 @@ class SymbolicSpec:
                     lo = -1 if v.type.optional else 0
                     out.append(z3.And(c >= lo, c < self.inst.sizes[v.type.domain]))
         return out
+
+
+def _bind(fn: Callable[..., Any], view: SymView, args: Sequence[Any]) -> Callable[[], Any]:
+    def call() -> Any:
+        return fn(view, *args)
+
+    return call
 
 
 def _dedupe(values: list[Any]) -> list[Any]:

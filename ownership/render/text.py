@@ -108,6 +108,7 @@ def result_report(result: CheckResult, *, invariant_doc: str = "", ghosts: Itera
         kind = "deadlock" if result.trace.extra.get("deadlock") else "counterexample"
         shortest = " (shortest: breadth-first)" if result.engine == "explore" else ""
         lines.append("")
-        lines.append(f"  {kind.capitalize()}: {len(result.trace)} steps{shortest}, replayed through the spec")
+        n = len(result.trace)
+        lines.append(f"  {kind.capitalize()}: {n} step{'' if n == 1 else 's'}{shortest}, replayed through the spec")
         lines.extend(trace_table(result.trace, ghosts=ghosts))
     return lines
