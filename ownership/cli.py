@@ -97,13 +97,16 @@ class _Progress:
         self.printed = False
 
     def __call__(self, p: Any) -> None:
-        if not self.enabled:
+        if not self.enabled or p.seconds < 1.0:
             return
-        rate = p.states / p.seconds if p.seconds else 0.0
-        line = (
-            f"  ... {p.states:,} states, {p.transitions:,} transitions, depth {p.depth}, "
-            f"frontier {p.frontier:,}, {rate:,.0f} states/s, {p.seconds:.0f}s"
-        )
+        if not p.states:  # solver engines report depth and time only
+            line = f"  ... unrolled {p.depth} steps, {p.seconds:.0f}s"
+        else:
+            rate = p.states / p.seconds if p.seconds else 0.0
+            line = (
+                f"  ... {p.states:,} states, {p.transitions:,} transitions, depth {p.depth}, "
+                f"frontier {p.frontier:,}, {rate:,.0f} states/s, {p.seconds:.0f}s"
+            )
         if self.tty:
             sys.stderr.write("\r" + line + "\033[K")
         else:
@@ -131,6 +134,11 @@ class _CheckSettings:
     formats: tuple[str, ...]
     render: bool
     progress: bool
+    solver_timeout: float | None = None
+    free: tuple[str, ...] = ()
+    where: tuple[str, ...] = ()
+    minimize: str | None = None
+    maximize: str | None = None
 
     def reproduce_flags(self) -> list[str]:
         flags: list[str] = []
@@ -145,38 +153,78 @@ class _CheckSettings:
                 flags += [name, str(value)]
         for inv in self.invariants or ():
             flags += ["--invariant", inv]
+        if self.solver_timeout is not None:
+            flags += ["--solver-timeout", str(self.solver_timeout)]
+        for name in self.free:
+            flags += ["--free", name]
+        for cond in self.where:
+            flags += ["--where", cond]
+        if self.minimize:
+            flags += ["--minimize", self.minimize]
+        if self.maximize:
+            flags += ["--maximize", self.maximize]
         return flags
+
+    def engine_options(self, engine: str) -> Any:
+        """The options object of one engine."""
+        if engine == "explore":
+            from ownership.engines.explore import ExploreOptions
+
+            if self.free or self.minimize or self.maximize:
+                raise OwnershipError(Code.BAD_OPTION, "--free/--minimize/--maximize need --engine bmc")
+            return ExploreOptions(
+                max_depth=self.max_depth,
+                max_states=self.max_states,
+                max_seconds=self.max_seconds,
+                symmetry=self.symmetry,
+                deadlock=self.deadlock,
+                invariants=self.invariants,
+            )
+        from ownership.engines.bmc import BmcOptions
+
+        return BmcOptions(
+            max_depth=self.max_depth if self.max_depth is not None else 30,
+            solver_timeout=self.solver_timeout,
+            free=self.free,
+            where=self.where,
+            minimize=self.minimize,
+            maximize=self.maximize,
+            invariants=self.invariants,
+        )
 
 
 def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False) -> tuple[ExitCode, Any]:
     """Load, check, print and (for a violation) save one spec; returns its exit code."""
-    from ownership.engines import run_engine
-    from ownership.engines.explore import ExploreOptions
+    from ownership.engines import ENGINE_NAMES, compare, run_engine
     from ownership.render.text import reproduce_command, result_report
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 
     spec = load_spec(spec_path)
     inst = Instance(spec, settings.params)
-    options = ExploreOptions(
-        max_depth=settings.max_depth,
-        max_states=settings.max_states,
-        max_seconds=settings.max_seconds,
-        symmetry=settings.symmetry,
-        deadlock=settings.deadlock,
-        invariants=settings.invariants,
-    )
-    progress = _Progress(settings.progress and not quiet)
-    try:
-        result = run_engine(settings.engine, inst, options, progress=progress)
-    finally:
-        progress.done()
+    if settings.engine not in ENGINE_NAMES:
+        raise OwnershipError(Code.BAD_OPTION, f"unknown engine {settings.engine!r} (available: {', '.join(ENGINE_NAMES)})")
+    engines = ["explore", "bmc"] if settings.engine == "all" else [settings.engine]
+    results = []
+    for engine in engines:
+        progress = _Progress(settings.progress and not quiet)
+        try:
+            results.append(run_engine(engine, inst, settings.engine_options(engine), progress=progress))
+        finally:
+            progress.done()
+    if len(results) > 1:
+        disagreement = compare(results)
+        if disagreement:
+            raise OwnershipError(Code.ENGINE_DISAGREEMENT, f"engines disagree on {spec.name}: {disagreement}", str(spec_path))
+    result = results[0]
     if quiet:
         return result.exit_code, result
     doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
     ghosts = [v.name for v in spec.vars.values() if v.ghost]
     for line in result_report(result, invariant_doc=doc, ghosts=ghosts):
         typer.echo(line)
+    for other in results[1:]:
+        typer.echo(f"  agrees: {other.engine} says {other.verdict.name}: {other.coverage()}")
     if result.trace is not None:
         out_dir = settings.out if settings.out is not None else Path("counterexamples") / spec.name
         from ownership.render.files import write_counterexample
@@ -206,7 +254,7 @@ ParamOpt = Annotated[
 @app.command()
 def check(
     specs: Annotated[list[Path], typer.Argument(help="Spec files (Python modules defining `spec`).")],
-    engine: Annotated[str, typer.Option(help="Engine: explore (exhaustive breadth-first).")] = "explore",
+    engine: Annotated[str, typer.Option(help="explore (exhaustive breadth-first), bmc (Z3 bounded model checking), or all (both, compared).")] = "explore",
     param: ParamOpt = None,
     max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
     max_states: Annotated[int | None, typer.Option(help="Stop after this many distinct states.")] = None,
@@ -218,6 +266,11 @@ def check(
     fmt: Annotated[str, typer.Option("--format", help="Picture format besides the DOT file: svg, png or svg,png.")] = "svg",
     render: Annotated[bool, typer.Option("--render/--no-render", help="Draw the picture (trace.json and trace.dot are always written).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress lines on stderr for long runs.")] = True,
+    solver_timeout: Annotated[float | None, typer.Option(help="bmc: seconds per solver call (unknown -> exit 3).")] = None,
+    free: Annotated[list[str] | None, typer.Option("--free", help="bmc: leave this parameter free (repeatable).")] = None,
+    where: Annotated[list[str] | None, typer.Option("--where", help="bmc: constraint on free parameters, e.g. 'prompt_tokens <= context_len'.")] = None,
+    minimize: Annotated[str | None, typer.Option(help="bmc: report the smallest value of this free parameter that violates.")] = None,
+    maximize: Annotated[str | None, typer.Option(help="bmc: report the largest value of this free parameter that violates.")] = None,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
@@ -230,6 +283,7 @@ def check(
     settings = _CheckSettings(
         engine, _parse_params(param), max_depth, max_states, max_seconds, symmetry, deadlock,
         tuple(invariant) if invariant else None, out, formats, render, progress,
+        solver_timeout, tuple(free or ()), tuple(where or ()), minimize, maximize,
     )
     worst = ExitCode.OK
     for i, spec_path in enumerate(specs):
@@ -425,3 +479,49 @@ def graph(
         f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions, "
         f"{len(bad):,} violating states"
     )
+
+
+@app.command()
+def prove(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files.")],
+    param: ParamOpt = None,
+    max_k: Annotated[int, typer.Option(help="Largest induction depth to try.")] = 20,
+    solver_timeout: Annotated[float | None, typer.Option(help="Seconds per solver call (unknown -> exit 3).")] = None,
+    free: Annotated[list[str] | None, typer.Option("--free", help="Prove for every value of this parameter (repeatable).")] = None,
+    where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,
+    invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Prove only this invariant (helpers are still assumed).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Directory for a counterexample (default counterexamples/<spec>/).")] = None,
+) -> None:
+    """Prove the invariants for executions of any length (k-induction with Z3); exit 0 only if PROVED."""
+    from ownership.engines.bmc import BmcOptions
+    from ownership.engines.bmc import prove as run_prove
+    from ownership.render.files import write_counterexample
+    from ownership.render.text import result_report
+    from ownership.spec.instance import Instance
+    from ownership.spec.loader import load_spec
+
+    worst = ExitCode.OK
+    for i, spec_path in enumerate(specs):
+        if i:
+            typer.echo("")
+        spec = load_spec(spec_path)
+        inst = Instance(spec, _parse_params(param))
+        options = BmcOptions(
+            max_k=max_k, solver_timeout=solver_timeout, free=tuple(free or ()), where=tuple(where or ()),
+            invariants=tuple(invariant) if invariant else None,
+        )
+        progress = _Progress(True)
+        try:
+            result = run_prove(inst, options, progress)
+        finally:
+            progress.done()
+        doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
+        for line in result_report(result, invariant_doc=doc, ghosts=[v.name for v in spec.vars.values() if v.ghost]):
+            typer.echo(line)
+        if result.trace is not None:
+            out_dir = out if out is not None else Path("counterexamples") / spec.name
+            name = "cti" if result.trace.extra.get("cti") else "trace"
+            written = write_counterexample(result.trace, out_dir / name if name == "cti" else out_dir)
+            typer.echo("  wrote " + ", ".join(str(p) for p in written))
+        worst = _worse(worst, result.exit_code)
+    raise typer.Exit(int(worst))

@@ -103,7 +103,7 @@ class CheckResult:
 
     def _solver_coverage(self) -> str:
         s = self.stats
-        scope = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        scope = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "this instance (no parameters)"
         if self.verdict is Verdict.VIOLATED:
             return f"shortest violation at depth {s.depth} ({s.seconds:.2f}s) at {scope}"
         if self.verdict is Verdict.PROVED:

@@ -13,14 +13,29 @@ from ownership.core.result import CheckResult
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
 
-ENGINE_NAMES = ("explore",)
-"""Engines ``--engine`` accepts."""
+ENGINE_NAMES = ("explore", "bmc", "all")
+"""Engines ``--engine`` accepts (``all`` runs every engine and compares them)."""
 
 
 def run_engine(name: str, inst: Instance, options: Any, progress: Any = None) -> CheckResult:
-    """Run the engine called ``name`` on ``inst``."""
+    """Run the engine called ``name`` on ``inst`` with that engine's options object."""
     if name == "explore":
         from ownership.engines.explore import explore
 
         return explore(inst, options, progress)
+    if name == "bmc":
+        from ownership.engines.bmc import bmc
+
+        return bmc(inst, options, progress)
     raise OwnershipError(Code.BAD_OPTION, f"unknown engine {name!r} (available: {', '.join(ENGINE_NAMES)})")
+
+
+def compare(results: list[CheckResult]) -> str | None:
+    """Why engines disagree, or ``None``: verdict class, invariant, shortest length."""
+    decided = [r for r in results if r.verdict.name in ("VIOLATED", "PROVED")]
+    if len({r.verdict for r in decided}) > 1:
+        return "; ".join(f"{r.engine} says {r.verdict.name}" for r in decided)
+    violated = [r for r in results if r.trace is not None and r.verdict.name == "VIOLATED"]
+    if len({len(r.trace) for r in violated if r.trace is not None}) > 1:
+        return "; ".join(f"{r.engine} found a {len(r.trace)}-step trace" for r in violated if r.trace is not None)
+    return None

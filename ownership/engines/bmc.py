@@ -14,6 +14,7 @@ is an internal error naming the step and field (OWN041), never a trace shown.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,7 +27,7 @@ from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
-from ownership.spec.types import BoolType, Ref
+from ownership.spec.types import BoolType, Ref, RefSet
 
 from .symbolic import Path, SymbolicSpec, int_of, to_z3
 
@@ -134,6 +135,8 @@ def _cell_value(model: z3.ModelRef, term: z3.ExprRef, vtype: Any) -> Any:
     val = model.eval(term, model_completion=True)
     if isinstance(vtype, BoolType):
         return z3.is_true(val)
+    if isinstance(vtype, RefSet):
+        return val.as_long()  # a bit mask, not a signed number
     n = int_of(val)
     if isinstance(vtype, Ref) and vtype.optional and n == -1:
         return None
@@ -187,7 +190,8 @@ def extract(
                 picks.append(entry)
         path.append((ai.index, picks))
         solver_states.append(states[k + 1])
-    trace = build_trace(inst, path, engine=engine, violation=violation, start=states[0] if cti else None)
+    # Replay first without judging the end, so a mismatch is reported at its step and field.
+    trace = build_trace(inst, path, engine=engine, violation=None, start=states[0] if cti else None)
     names = _cell_names(inst)
     replayed = [inst.from_json(s) for s in trace.states]
     for k, (a, b) in enumerate(zip(solver_states, replayed, strict=True)):
@@ -198,7 +202,9 @@ def extract(
                 f"{engine}: the solver's trace does not replay: after step {k}, field {names[i]} is {a[i]!r} "
                 f"according to the solver but {b[i]!r} according to the spec's concrete semantics",
             )
-    return trace, inst
+    if violation is not None and inst.holds(replayed[-1], violation):
+        raise OwnershipError(Code.INTERNAL_REPLAY, f"{engine}: the trace's final state satisfies {violation} on replay")
+    return dataclasses.replace(trace, violation=violation), inst
 
 
 # -- engines ------------------------------------------------------------------------
@@ -428,7 +434,7 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
             progress(_Progress(k, time.perf_counter() - start))
         answer = s.check()
         if answer == z3.unsat:
-            return done(Verdict.PROVED, StopReason.INDUCTION, k,
+            return done(Verdict.PROVED, StopReason.INDUCTION, k + 1,
                         [f"PROVED by {k + 1}-induction (simple paths): invariants hold for executions of any length"])
         if answer == z3.unknown:
             return done(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k,

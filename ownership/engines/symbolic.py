@@ -27,7 +27,7 @@ import z3
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance
 from ownership.spec.model import Disabled, Domain, Params, Values
-from ownership.spec.types import BoolType, Ref, RefSet, ValueType
+from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 
 MAX_PATHS = 4096
 """Paths one action may fork into before the engine gives up on the spec."""
@@ -54,7 +54,7 @@ def b2i(b: z3.BoolRef) -> z3.BitVecRef:
 def int_of(value: z3.ExprRef) -> int:
     """A model value of the integer sort as a Python int."""
     if isinstance(value, z3.BitVecNumRef):
-        return value.as_signed_long() if value.size() == WIDTH else value.as_long()
+        return value.as_signed_long()
     return value.as_long()  # type: ignore[attr-defined,no-any-return]
 
 
@@ -73,7 +73,25 @@ def sort_of(vtype: ValueType, sizes: dict[str, int]) -> z3.SortRef:
         return z3.BoolSort()
     if isinstance(vtype, RefSet):
         return z3.BitVecSort(max(1, sizes[vtype.domain]))
+    if isinstance(vtype, Enum):
+        return z3.BitVecSort(_signed_bits(len(vtype.members)))
+    if isinstance(vtype, Ref):
+        return z3.BitVecSort(_signed_bits(sizes[vtype.domain]))
     return INT
+
+
+def _signed_bits(n: int) -> int:
+    """Bits for the values -1..n-1 in two's complement (narrow cells make smaller SAT problems)."""
+    return max(2, n.bit_length() + 1)
+
+
+def _align(a: Any, b: Any) -> tuple[Any, Any]:
+    """Sign-extend the narrower of two bit-vector operands."""
+    if isinstance(a, z3.BitVecRef) and isinstance(b, z3.BitVecRef) and a.size() != b.size():
+        if a.size() < b.size():
+            return z3.SignExt(b.size() - a.size(), a), b
+        return a, z3.SignExt(a.size() - b.size(), b)
+    return a, b
 
 
 def to_z3(value: Any, sort: z3.SortRef) -> z3.ExprRef:
@@ -82,15 +100,19 @@ def to_z3(value: Any, sort: z3.SortRef) -> z3.ExprRef:
         e = value.e
         if e.sort() == sort:
             return e
-        if z3.is_bool(e) and sort == INT:
-            return b2i(e)
-        if sort == z3.BoolSort() and e.sort() == INT:
+        if z3.is_bool(e) and isinstance(sort, z3.BitVecSortRef):
+            e = b2i(e)
+        if sort == z3.BoolSort() and isinstance(e, z3.BitVecRef):
             return e != 0
+        if isinstance(e, z3.BitVecRef) and isinstance(sort, z3.BitVecSortRef) and e.size() != sort.size():
+            if e.size() > sort.size():
+                return z3.Extract(sort.size() - 1, 0, e)
+            return z3.SignExt(sort.size() - e.size(), e)
         return e
     if isinstance(value, z3.ExprRef):
         return value
     if value is None:
-        return ival(-1)
+        return z3.BitVecVal(-1, sort.size()) if isinstance(sort, z3.BitVecSortRef) else ival(-1)
     if sort == z3.BoolSort():
         return z3.BoolVal(bool(value))
     if isinstance(sort, z3.BitVecSortRef):
@@ -146,69 +168,78 @@ class Sym:
     def __repr__(self) -> str:
         return f"Sym({self.e})"
 
-    # comparisons
+    def _bin(self, other: Any, op: Callable[[Any, Any], Any], swap: bool = False) -> Sym:
+        a = _arith(self.e)
+        b = _term(other, a)
+        if isinstance(b, z3.ExprRef):
+            a, b = _align(a, b)
+        return self._wrap(op(b, a) if swap else op(a, b))
+
+    # comparisons (signed: None is -1)
     def __eq__(self, other: object) -> Sym:  # type: ignore[override]
-        return self._wrap(_eq(self.e, _term(other, self.e)))
+        if z3.is_bool(self.e):
+            return self._wrap(_eq(self.e, _term(other, self.e)))
+        return self._bin(other, lambda a, b: a == b)
 
     def __ne__(self, other: object) -> Sym:  # type: ignore[override]
-        return self._wrap(z3.Not(_eq(self.e, _term(other, self.e))))
+        eq = self.__eq__(other)
+        return self._wrap(z3.Not(eq.e))
 
     def __lt__(self, other: Any) -> Sym:
-        return self._wrap(_arith(self.e) < _term(other, self.e))
+        return self._bin(other, lambda a, b: a < b)
 
     def __le__(self, other: Any) -> Sym:
-        return self._wrap(_arith(self.e) <= _term(other, self.e))
+        return self._bin(other, lambda a, b: a <= b)
 
     def __gt__(self, other: Any) -> Sym:
-        return self._wrap(_arith(self.e) > _term(other, self.e))
+        return self._bin(other, lambda a, b: a > b)
 
     def __ge__(self, other: Any) -> Sym:
-        return self._wrap(_arith(self.e) >= _term(other, self.e))
+        return self._bin(other, lambda a, b: a >= b)
 
     # arithmetic
     def __add__(self, o: Any) -> Sym:
-        return self._wrap(_arith(self.e) + _term(o, self.e))
+        return self._bin(o, lambda a, b: a + b)
 
-    def __radd__(self, o: Any) -> Sym:
-        return self._wrap(_term(o, self.e) + _arith(self.e))
+    __radd__ = __add__
 
     def __sub__(self, o: Any) -> Sym:
-        return self._wrap(_arith(self.e) - _term(o, self.e))
+        return self._bin(o, lambda a, b: a - b)
 
     def __rsub__(self, o: Any) -> Sym:
-        return self._wrap(_term(o, self.e) - _arith(self.e))
+        return self._bin(o, lambda a, b: a - b, swap=True)
 
     def __mul__(self, o: Any) -> Sym:
-        return self._wrap(_arith(self.e) * _term(o, self.e))
+        return self._bin(o, lambda a, b: a * b)
 
     __rmul__ = __mul__
 
     def __floordiv__(self, o: Any) -> Sym:
-        return self._wrap(floor_div(_arith(self.e), _term(o, self.e)))
+        return self._bin(o, floor_div)
 
     def __rfloordiv__(self, o: Any) -> Sym:
-        return self._wrap(floor_div(ival(o) if isinstance(o, int) else _term(o, self.e), _arith(self.e)))
+        return self._bin(o, lambda a, b: floor_div(a if isinstance(a, z3.ExprRef) else z3.BitVecVal(a, b.size()), b), swap=True)
 
     def __mod__(self, o: Any) -> Sym:
-        # Python's % takes the divisor's sign, as bvsmod does.
-        return self._wrap(_arith(self.e) % _term(o, self.e))
+        # Python's % takes the divisor's sign, as bvsmod (z3py's % on bit-vectors) does.
+        return self._bin(o, lambda a, b: a % b)
 
     def __neg__(self) -> Sym:
         return self._wrap(-_arith(self.e))
 
     # bit operations (sets of elements are bit-vectors)
     def __and__(self, o: Any) -> Sym:
-        return self._wrap(self.e & _term(o, self.e))
+        return self._bin(o, lambda a, b: a & b)
 
     __rand__ = __and__
 
     def __or__(self, o: Any) -> Sym:
-        return self._wrap(self.e | _term(o, self.e))
+        return self._bin(o, lambda a, b: a | b)
 
     __ror__ = __or__
 
     def __xor__(self, o: Any) -> Sym:
-        return self._wrap(self.e ^ _term(o, self.e))
+        return self._bin(o, lambda a, b: a ^ b)
 
     def __invert__(self) -> Sym:
         return self._wrap(~self.e)

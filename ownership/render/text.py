@@ -104,11 +104,16 @@ def result_report(result: CheckResult, *, invariant_doc: str = "", ghosts: Itera
     lines.extend(textwrap.wrap(result.coverage(), width=WIDTH, initial_indent="  ", subsequent_indent="  "))
     for note in result.notes:
         lines.append(f"  ({note})")
+    if result.extremum is not None:
+        name, value = result.extremum
+        lines.append(f"  {name} = {value:,}")
     if result.trace is not None:
         kind = "deadlock" if result.trace.extra.get("deadlock") else "counterexample"
+        if result.trace.extra.get("cti"):
+            kind = "counterexample to induction (its first state satisfies every invariant but may be unreachable)"
         shortest = " (shortest: breadth-first)" if result.engine == "explore" else ""
         lines.append("")
         n = len(result.trace)
-        lines.append(f"  {kind.capitalize()}: {n} step{'' if n == 1 else 's'}{shortest}, replayed through the spec")
+        lines.append(f"  {kind[0].upper() + kind[1:]}: {n} step{'' if n == 1 else 's'}{shortest}, replayed through the spec")
         lines.extend(trace_table(result.trace, ghosts=ghosts))
     return lines

@@ -126,7 +126,8 @@ def write(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     for p in range(size):
         m = pages.member[p]
         bad.append(z3.And(m, z3.Not(_bit(s.cell_term(hold_off + p), r))))
-        s.set_term(content_off + p, z3.If(m, ival(r), s.cell_term(content_off + p)))
+        old = s.cell_term(content_off + p)
+        s.set_term(content_off + p, z3.If(m, z3.BitVecVal(r, old.size()), old))
     _or_into(s, "wrote_unowned", r, bad)
 
 
@@ -136,14 +137,14 @@ def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     content = [s.cell_term(content_off + p) for p in range(size)]
     _or_into(s, "read_unwritten", r, [z3.And(pages.member[p], content[p] == -1) for p in range(size)])
     foreign = [z3.And(pages.member[p], content[p] != -1, content[p] != r) for p in range(size)]
-    first: z3.ExprRef = ival(-1)
+    first: z3.ExprRef = z3.BitVecVal(-1, content[0].size()) if size else ival(-1)
     for p in range(size):
         earlier = [z3.And(foreign[q], pages.position[q] < pages.position[p]) for q in range(size) if q != p]
         is_first = z3.And(foreign[p], z3.Not(z3.Or(*earlier))) if earlier else foreign[p]
         first = z3.If(is_first, content[p], first)
     rf_off = s.layout("read_foreign").offset + r
     old = s.cell_term(rf_off)
-    s.set_term(rf_off, z3.If(old != -1, old, first))
+    s.set_term(rf_off, z3.If(old != -1, old, z3.SignExt(old.size() - first.size(), first) if old.size() > first.size() else first))
 
 
 def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:

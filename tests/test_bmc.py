@@ -1,0 +1,139 @@
+"""The Z3 engines: agreement with explore, replay checks, induction, parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import CORPUS, instance
+from ownership.cli import app
+from ownership.core.result import StopReason, Verdict
+from ownership.engines.bmc import BmcOptions, bmc, prove
+from ownership.engines.explore import explore
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import Instance
+from ownership.spec.loader import load_spec
+
+SOLVER = Path(__file__).resolve().parent / "solver"
+
+# Specs small enough for the solver in a unit test, with parameters.
+SMALL = [
+    ("toy_double_free", {}),
+    ("toy_safe_counter", {}),
+    ("toy_deadlock", {}),
+    ("sglang_single_node", {"requests": 1}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), SMALL, ids=[n for n, _ in SMALL])
+def test_bmc_agrees_with_explore(name: str, params: dict[str, int]) -> None:
+    e = explore(instance(name, **params))
+    b = bmc(instance(name, **params), BmcOptions(max_depth=20))
+    assert (e.verdict is Verdict.VIOLATED) == (b.verdict is Verdict.VIOLATED)
+    assert e.violated == b.violated
+    if e.trace is not None:
+        assert b.trace is not None and len(b.trace) == len(e.trace)
+    else:
+        # Terminating protocols: the solver shows no execution is longer than the explorer's depth.
+        assert b.verdict is Verdict.PROVED and b.stop_reason is StopReason.EXHAUSTED
+        assert b.stats.depth == e.stats.depth
+
+
+def test_bmc_trace_replays_from_the_command_line(tmp_path: Path) -> None:
+    spec = str(CORPUS / "toy_double_free.py")
+    res = CliRunner().invoke(app, ["check", spec, "--engine", "bmc", "--out", str(tmp_path), "--no-render"])
+    assert res.exit_code == 1, res.output
+    assert "(bmc)" in res.output.splitlines()[0]
+    res = CliRunner().invoke(app, ["replay", str(tmp_path / "trace.json")])
+    assert res.exit_code == 0 and res.output.startswith("REPLAYED")
+
+
+def test_a_wrong_encoding_is_caught_by_the_replay_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ownership.vocab.symbolic as sym
+
+    real_write = sym.write
+
+    def mislabelling_write(s, pool, r, pages):  # type: ignore[no-untyped-def]
+        return real_write(s, pool, 1 - r, pages)  # labels the KV with the other request
+
+    monkeypatch.setattr(sym, "write", mislabelling_write)
+    # The solver now "finds" a foreign read that the concrete semantics does not have.
+    with pytest.raises(OwnershipError) as info:
+        bmc(instance("toy_safe_counter"), BmcOptions(max_depth=10))
+    assert info.value.code is Code.INTERNAL_REPLAY
+    assert "after step 1, field " in info.value.message and "concrete semantics" in info.value.message
+
+
+def test_engine_all_compares_and_reports_agreement() -> None:
+    res = CliRunner().invoke(app, ["check", str(CORPUS / "toy_double_free.py"), "--engine", "all", "--no-render",
+                                   "--out", "/tmp/ownership-test-all"])
+    assert res.exit_code == 1, res.output
+    assert "agrees: bmc says VIOLATED" in res.output
+
+
+def test_engine_disagreement_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ownership.engines as engines
+    from ownership.core.result import CheckResult, Stats
+
+    real = engines.run_engine
+
+    def lying(name, inst, options, progress=None):  # type: ignore[no-untyped-def]
+        if name == "bmc":
+            return CheckResult(inst.spec.name, "bmc", Verdict.PROVED, StopReason.EXHAUSTED, Stats(), {}, ())
+        return real(name, inst, options, progress)
+
+    monkeypatch.setattr(engines, "run_engine", lying)
+    res = CliRunner().invoke(app, ["check", str(CORPUS / "toy_double_free.py"), "--engine", "all", "--no-render",
+                                   "--out", "/tmp/ownership-test-all"])
+    assert res.exit_code == 4
+    assert "OWN040" in res.output and "engines disagree" in res.output
+
+
+def test_k_induction_proves_a_spec_that_is_not_one_inductive() -> None:
+    r = prove(Instance(load_spec(SOLVER / "shift_two_inductive.py")), BmcOptions(max_k=5))
+    assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.INDUCTION
+    assert r.stats.depth == 2  # 1-induction fails (y := x from x != 0), 2-induction closes
+
+
+def test_induction_failure_shows_a_counterexample_to_induction_then_a_helper_fixes_it(tmp_path: Path) -> None:
+    path = SOLVER / "runaway_needs_helper.py"
+    r = prove(Instance(load_spec(path)), BmcOptions(max_k=4))
+    assert r.verdict is Verdict.UNKNOWN and r.stop_reason is StopReason.INDUCTION_FAILED
+    assert r.trace is not None and r.trace.extra.get("cti")
+    assert r.trace.initial["x"] > 0  # starts outside the reachable states
+    assert r.trace.states[-1]["x"] >= 1000
+    helped = tmp_path / "helped.py"
+    helped.write_text(path.read_text() + "\n\n@spec.invariant(helper=True)\ndef stays_zero(s):\n    return s.x == 0\n")
+    r = prove(Instance(load_spec(helped)), BmcOptions(max_k=4))
+    assert r.verdict is Verdict.PROVED and r.stats.depth == 1
+
+
+def test_minimize_finds_the_exact_boundary() -> None:
+    inst = Instance(load_spec(SOLVER / "reserve_overflow.py"))
+    r = bmc(inst, BmcOptions(max_depth=2, free=("prompt_tokens",), minimize="prompt_tokens"))
+    assert r.verdict is Verdict.VIOLATED and r.extremum == ("prompt_tokens", 3 * 4 + 1)
+    assert r.trace is not None and r.trace.params["prompt_tokens"] == 13
+    # With a --where bound below the boundary there is no violation.
+    r = bmc(inst, BmcOptions(max_depth=2, free=("prompt_tokens",), where=("prompt_tokens <= 12",)))
+    assert r.verdict is Verdict.PROVED
+
+
+def test_prove_for_every_value_of_a_free_parameter() -> None:
+    inst = Instance(load_spec(SOLVER / "reserve_overflow.py"))
+    r = prove(inst, BmcOptions(free=("prompt_tokens",), where=("prompt_tokens <= 12",)))
+    assert r.verdict is Verdict.PROVED
+    assert r.params["prompt_tokens"] == "free"
+
+
+def test_solver_unknown_exits_3() -> None:
+    res = CliRunner().invoke(app, ["check", str(CORPUS / "toy_safe_counter.py"), "--engine", "bmc",
+                                   "--solver-timeout", "0.000001", "--no-render"])
+    assert res.exit_code == 3, res.output
+    assert res.output.startswith("UNKNOWN") and "unknown" in res.output
+
+
+def test_free_parameter_that_sizes_a_domain_is_refused() -> None:
+    with pytest.raises(OwnershipError, match="sets the size of domain"):
+        bmc(instance("toy_safe_counter"), BmcOptions(free=("pages",)))
