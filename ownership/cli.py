@@ -485,7 +485,9 @@ def graph(
 def prove(
     specs: Annotated[list[Path], typer.Argument(help="Spec files.")],
     param: ParamOpt = None,
-    max_k: Annotated[int, typer.Option(help="Largest induction depth to try.")] = 20,
+    max_k: Annotated[int, typer.Option(help="Largest k for k-induction before Spacer is tried.")] = 4,
+    spacer: Annotated[bool, typer.Option("--spacer/--no-spacer", help="Fall back to Z3's Spacer (IC3/PDR) when k-induction does not close.")] = True,
+    spacer_timeout: Annotated[float, typer.Option(help="Seconds for Spacer before giving up (exit 3).")] = 120.0,
     solver_timeout: Annotated[float | None, typer.Option(help="Seconds per solver call (unknown -> exit 3).")] = None,
     free: Annotated[list[str] | None, typer.Option("--free", help="Prove for every value of this parameter (repeatable).")] = None,
     where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,
@@ -507,7 +509,8 @@ def prove(
         spec = load_spec(spec_path)
         inst = Instance(spec, _parse_params(param))
         options = BmcOptions(
-            max_k=max_k, solver_timeout=solver_timeout, free=tuple(free or ()), where=tuple(where or ()),
+            max_k=max_k, solver_timeout=solver_timeout, free=tuple(free or ()), where=tuple(where or ()), spacer=spacer,
+            spacer_timeout=spacer_timeout,
             invariants=tuple(invariant) if invariant else None,
         )
         progress = _Progress(True)

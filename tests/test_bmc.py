@@ -99,15 +99,24 @@ def test_k_induction_proves_a_spec_that_is_not_one_inductive() -> None:
 
 def test_induction_failure_shows_a_counterexample_to_induction_then_a_helper_fixes_it(tmp_path: Path) -> None:
     path = SOLVER / "runaway_needs_helper.py"
-    r = prove(Instance(load_spec(path)), BmcOptions(max_k=4))
+    r = prove(Instance(load_spec(path)), BmcOptions(max_k=4, spacer=False))
     assert r.verdict is Verdict.UNKNOWN and r.stop_reason is StopReason.INDUCTION_FAILED
     assert r.trace is not None and r.trace.extra.get("cti")
     assert r.trace.initial["x"] > 0  # starts outside the reachable states
     assert r.trace.states[-1]["x"] >= 1000
     helped = tmp_path / "helped.py"
     helped.write_text(path.read_text() + "\n\n@spec.invariant(helper=True)\ndef stays_zero(s):\n    return s.x == 0\n")
-    r = prove(Instance(load_spec(helped)), BmcOptions(max_k=4))
+    r = prove(Instance(load_spec(helped)), BmcOptions(max_k=4, spacer=False))
     assert r.verdict is Verdict.PROVED and r.stats.depth == 1
+
+
+def test_spacer_proves_what_k_induction_cannot() -> None:
+    # The single-node spec is not 1-inductive (an unreachable state can read a foreign page);
+    # Spacer finds a strengthening invariant by itself.
+    inst = instance("sglang_single_node", requests=1)
+    r = prove(inst, BmcOptions(max_k=0, spacer_timeout=60))
+    assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.INVARIANT_FOUND, r.notes
+    assert any("Spacer" in n for n in r.notes)
 
 
 def test_minimize_finds_the_exact_boundary() -> None:

@@ -41,6 +41,7 @@ class StopReason(enum.Enum):
     SOLVER_UNKNOWN = "got 'unknown' from the solver"
     INDUCTION = "closed an induction proof"
     INDUCTION_FAILED = "could not close the induction proof"
+    INVARIANT_FOUND = "found an inductive invariant"
 
 
 @dataclass(frozen=True)

@@ -37,13 +37,16 @@ class BmcOptions:
     """Options of the Z3 engines."""
 
     max_depth: int = 30
-    max_k: int = 20
+    max_k: int = 4
     solver_timeout: float | None = None
     free: tuple[str, ...] = ()
     where: tuple[str, ...] = ()
     minimize: str | None = None
     maximize: str | None = None
     invariants: tuple[str, ...] | None = None
+    symmetry: bool = True
+    spacer: bool = True
+    spacer_timeout: float = 120.0
 
 
 @dataclass
@@ -70,6 +73,37 @@ class Unroller:
             for cell in pr.path.writes:
                 self._writers.setdefault(cell, []).append(j)
         self._aux_maps: dict[tuple[int, int], list[tuple[z3.ExprRef, z3.ExprRef]]] = {}
+
+    def first_use_order(self, k: int) -> list[z3.BoolRef]:
+        """Symmetry breaking: elements of a symmetric argument domain are first used in index order.
+
+        Renaming the elements of a symmetric domain maps executions to
+        executions of the same length and preserves every invariant, so some
+        renaming of any execution uses A before B before C; only those are
+        searched.
+        """
+        if not self.sym.symmetry:
+            return []
+        out: list[z3.BoolRef] = []
+        sel = self.selector(k)
+        spec = self.sym.inst.spec
+        lo = 0
+        uses: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for ap in self.sym.actions:
+            hi = lo + len(ap.paths)
+            act = spec.actions[ap.action]
+            for d, a in zip(act.arg_domains, ap.arg_values, strict=True):
+                if getattr(d, "symmetric", False) and isinstance(a, int) and hi > lo:
+                    uses.setdefault((d.name, a), []).append((lo, hi))
+            lo = hi
+        for (dname, e), ranges in sorted(uses.items()):
+            used = z3.Or(*[z3.And(sel >= a, sel < b) for a, b in ranges])
+            seen = z3.Bool(f"{self.prefix}seen!{dname}!{e}!{k}")
+            prev = z3.Bool(f"{self.prefix}seen!{dname}!{e}!{k - 1}") if k > 0 else z3.BoolVal(False)
+            out.append(seen == z3.Or(prev, used))
+            if e > 0 and (dname, e - 1) in uses:
+                out.append(z3.Implies(used, z3.Bool(f"{self.prefix}seen!{dname}!{e - 1}!{k}")))
+        return out
 
     def state(self, k: int) -> list[z3.ExprRef]:
         while len(self.steps) <= k:
@@ -266,7 +300,7 @@ def _instance_factory(inst: Instance) -> Any:
 def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None) -> CheckResult:
     """Bounded model checking: the shortest violation up to ``max_depth`` steps."""
     start = time.perf_counter()
-    sym = SymbolicSpec(inst, options.free)
+    sym = SymbolicSpec(inst, options.free, options.symmetry)
     names = _checked(sym, options)
     if options.minimize or options.maximize:
         return _optimize(inst, sym, names, options, start)
@@ -302,6 +336,7 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
         if k == options.max_depth:
             break
         solver.add(*un.transition(k))
+        solver.add(*un.first_use_order(k))
         if progress is not None:
             progress(_Progress(k + 1, time.perf_counter() - start))
         # No path of k+1 steps: every execution ends within k steps, all of them checked.
@@ -380,7 +415,7 @@ def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcO
 def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None) -> CheckResult:
     """Prove the invariants for executions of any length by k-induction (and Spacer)."""
     start = time.perf_counter()
-    sym = SymbolicSpec(inst, options.free)
+    sym = SymbolicSpec(inst, options.free, options.symmetry)
     _checked(sym, options)
     # Helper invariants strengthen the induction: every invariant of the spec is assumed.
     all_invs = list(inst.spec.invariants)
@@ -442,9 +477,47 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
         model = s.model()
         bad = _first_failing(step, model, all_invs, k + 1)
         cti, _ = extract(step, model, k + 1, _instance_factory(inst), "prove", bad, cti=True)
-    notes = [
-        f"not proved: the induction step still fails at k={last_k + 1} (no violation in the first {last_k} steps)",
+    notes = [f"k-induction did not close up to k={last_k + 1} (no violation in the first {last_k} steps)"]
+    if options.spacer:
+        answer, why = _spacer(sym, inst, options, all_invs)
+        if answer == z3.sat:
+            return done(Verdict.PROVED, StopReason.INVARIANT_FOUND, last_k, [
+                *notes, "PROVED by Spacer (IC3/PDR): Z3 found an inductive invariant that implies every invariant, "
+                "so they hold for executions of any length"])
+        if answer == z3.unsat:
+            # A violation exists; find the shortest one to show it.
+            found = bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
+            if found.trace is not None:
+                return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
+                            [*notes, "Spacer found a violation; the shortest trace is from bmc"], found.violated,
+                            found.trace)
+            return done(Verdict.VIOLATED, StopReason.VIOLATION, last_k, [
+                *notes, f"Spacer found a violation deeper than {options.max_depth} steps; "
+                "raise --max-depth with check --engine bmc to see a trace"])
+        notes.append(f"Spacer (IC3/PDR) was inconclusive: {why}")
+    notes += [
         "the trace below starts from a state that satisfies every invariant but may be unreachable: "
         "add a helper invariant (@spec.invariant(helper=True)) that rules it out",
     ]
     return done(Verdict.UNKNOWN, StopReason.INDUCTION_FAILED, last_k, notes, cti.violation if cti else None, cti)
+
+
+def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str]) -> tuple[Any, str]:
+    """Ask Z3's Horn-clause engine for an inductive invariant (sat = proved, unsat = violated)."""
+    un = Unroller(sym, prefix="h")
+    x, y = un.state(0), un.state(1)
+    params = list(sym.param_terms.values())
+    inv = z3.Function("Reach", *[c.sort() for c in x], *[p.sort() for p in params], z3.BoolSort())
+    trans = un.transition(0)
+    locals_ = [un.selector(0)] + [new for (k, _j), pairs in un._aux_maps.items() if k == 0 for _old, new in pairs]
+    s = z3.SolverFor("HORN")
+    s.set("engine", "spacer")
+    budget = options.spacer_timeout if options.solver_timeout is None else min(options.spacer_timeout, options.solver_timeout)
+    s.set("timeout", max(1, int(budget * 1000)))
+    where = _where(sym, options)
+    s.add(z3.ForAll(x + params, z3.Implies(z3.And(*un.init(inst), *where), inv(*x, *params))))
+    s.add(z3.ForAll(x + y + params + locals_, z3.Implies(z3.And(inv(*x, *params), *trans), inv(*y, *params))))
+    good = z3.And(*[un.invariant(n, 0) for n in invariants])
+    s.add(z3.ForAll(x + params, z3.Implies(z3.And(inv(*x, *params), z3.Not(good)), False)))
+    answer = s.check()
+    return answer, (s.reason_unknown() if answer == z3.unknown else "")

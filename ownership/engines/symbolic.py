@@ -495,7 +495,9 @@ class SymbolicSpec:
 
     inst: Instance
     free: tuple[str, ...]
+    symmetry: bool = True
     params: Params = field(init=False)
+    reduced: set[str] = field(init=False)
     sorts: list[z3.SortRef] = field(init=False)
     cells: list[z3.ExprRef] = field(init=False)
     explorer: PathExplorer = field(init=False)
@@ -521,6 +523,11 @@ class SymbolicSpec:
             lay = inst.layouts[v.name]
             self.sorts.extend([sort_of(v.type, inst.sizes)] * lay.length)
         self.cells = [z3.Const(f"x!{i}", s) for i, s in enumerate(self.sorts)]
+        from ownership.engines.symmetry import plan_symmetry
+
+        plan = plan_symmetry(inst)
+        self.plan = plan
+        self.reduced = set(plan.sorted) if self.symmetry else set()
         self.view = SymView(self)
         self.actions = []
         for act in spec.actions.values():

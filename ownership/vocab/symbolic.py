@@ -102,6 +102,15 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
         for q in range(p):
             s.assume(z3.Implies(z3.And(take[p], take[q]), pos[p] != pos[q]))
     s.assume(_sum([b2i(t) for t in take]) == n_term)
+    if pool.Page.name in s._enc.reduced:
+        # Symmetry breaking: pages whose cells are all equal now are interchangeable, so
+        # take them in index order (the explorer merges the same choices; see
+        # Instance.distinct_elements).  Cuts the solver's n!-fold copies of each choice.
+        rows = s._enc.inst.element_cells[pool.Page.name]
+        for q in range(size):
+            for p in range(q):
+                same = z3.And(*[s.cell_term(a) == s.cell_term(b) for a, b in zip(rows[p], rows[q], strict=True)])
+                s.assume(z3.Implies(z3.And(same, take[q]), z3.And(take[p], pos[p] < pos[q])))
     bit = 1 << r
     for p in range(size):
         h = s.cell_term(hold_off + p)
