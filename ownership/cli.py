@@ -167,11 +167,19 @@ class _CheckSettings:
 
     def engine_options(self, engine: str) -> Any:
         """The options object of one engine."""
+        if engine == "explore" and (self.free or self.minimize or self.maximize):
+            from ownership.engines.paramexplore import ParamOptions
+
+            if not self.free:
+                raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
+            return ParamOptions(
+                free=self.free, where=self.where, minimize=self.minimize, maximize=self.maximize,
+                max_depth=self.max_depth, max_states=self.max_states, max_seconds=self.max_seconds,
+                symmetry=self.symmetry, invariants=self.invariants,
+            )
         if engine == "explore":
             from ownership.engines.explore import ExploreOptions
 
-            if self.free or self.minimize or self.maximize:
-                raise OwnershipError(Code.BAD_OPTION, "--free/--minimize/--maximize need --engine bmc")
             return ExploreOptions(
                 max_depth=self.max_depth,
                 max_states=self.max_states,
@@ -267,10 +275,10 @@ def check(
     render: Annotated[bool, typer.Option("--render/--no-render", help="Draw the picture (trace.json and trace.dot are always written).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress lines on stderr for long runs.")] = True,
     solver_timeout: Annotated[float | None, typer.Option(help="bmc: seconds per solver call (unknown -> exit 3).")] = None,
-    free: Annotated[list[str] | None, typer.Option("--free", help="bmc: leave this parameter free (repeatable).")] = None,
-    where: Annotated[list[str] | None, typer.Option("--where", help="bmc: constraint on free parameters, e.g. 'prompt_tokens <= context_len'.")] = None,
-    minimize: Annotated[str | None, typer.Option(help="bmc: report the smallest value of this free parameter that violates.")] = None,
-    maximize: Annotated[str | None, typer.Option(help="bmc: report the largest value of this free parameter that violates.")] = None,
+    free: Annotated[list[str] | None, typer.Option("--free", help="Leave this parameter symbolic: check every value at once (repeatable).")] = None,
+    where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters, e.g. 'prompt_tokens <= context_len'.")] = None,
+    minimize: Annotated[str | None, typer.Option(help="Report the smallest value of this free parameter that violates.")] = None,
+    maximize: Annotated[str | None, typer.Option(help="Report the largest value of this free parameter that violates.")] = None,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())

@@ -67,7 +67,7 @@ class CheckResult:
     verdict: Verdict
     stop_reason: StopReason
     stats: Stats
-    params: Mapping[str, int]
+    params: Mapping[str, Any]  # "free" for a symbolic parameter
     invariants: tuple[str, ...]
     violated: str | None = None
     trace: Trace | None = None

@@ -20,6 +20,10 @@ ENGINE_NAMES = ("explore", "bmc", "all")
 def run_engine(name: str, inst: Instance, options: Any, progress: Any = None) -> CheckResult:
     """Run the engine called ``name`` on ``inst`` with that engine's options object."""
     if name == "explore":
+        if getattr(options, "free", ()):
+            from ownership.engines.paramexplore import explore_params
+
+            return explore_params(inst, options, progress)
         from ownership.engines.explore import explore
 
         return explore(inst, options, progress)

@@ -1,0 +1,552 @@
+"""Explicit interleavings, symbolic parameters: ``check --free NAME`` with the explorer.
+
+The breadth-first explorer of :mod:`ownership.engines.explore`, except that
+the free parameters are Z3 terms.  Cells hold plain values where the spec
+computed them from constants, and terms where they depend on a free
+parameter (a prompt length, a reserved page count).  Wherever spec code
+needs a truth value or an integer from a term (``if``, ``require``,
+``range(n)``), execution forks on the feasible outcomes and the state
+carries the accumulated *parameter condition*.  A state is thus "these
+values, for every parameter choice satisfying this condition".
+
+Interleavings stay explicit (with the usual symmetry reduction), so the
+search is as cheap as the explorer's times the number of parameter regions,
+instead of an unrolled SAT problem.  A violation yields a condition on the
+parameters; ``--minimize``/``--maximize`` optimise over the union of those
+conditions with Z3, and the chosen values are replayed through the concrete
+semantics like every other counterexample.  An exhausted search proves the
+invariants for *every* value of the free parameters (within their declared
+range and ``--where``) at this instance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import z3
+
+from ownership.core.replay import build_trace
+from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.engines.symbolic import WIDTH, PathExplorer, Sym, SymbolicError
+from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+from ownership.errors import Code, OwnershipError, location_in
+from ownership.spec.instance import Instance
+from ownership.spec.model import Disabled, Domain, Params, Values
+
+MAX_VALUES = 256
+"""Most values a parameter-dependent count may take where spec code needs an int."""
+
+INTERN_BASE = -(1 << 62)
+"""Terms are keyed by ``INTERN_BASE - term id`` so canonical keys stay tuples of ints."""
+
+
+@dataclass(frozen=True)
+class ParamOptions:
+    """Options of the parametric explorer."""
+
+    free: tuple[str, ...]
+    where: tuple[str, ...] = ()
+    minimize: str | None = None
+    maximize: str | None = None
+    max_depth: int | None = None
+    max_states: int | None = None
+    max_seconds: float | None = None
+    symmetry: bool = True
+    invariants: tuple[str, ...] | None = None
+
+
+class _Solver:
+    """Feasibility of parameter conditions (small formulas over the free parameters)."""
+
+    def __init__(self, base: list[z3.BoolRef]) -> None:
+        self.s = z3.Solver()
+        self.s.add(*base)
+        self.calls = 0
+
+    def feasible(self, conds: Sequence[z3.BoolRef]) -> bool:
+        self.calls += 1
+        r = self.s.check(*conds) if conds else self.s.check()
+        if r == z3.unknown:
+            raise OwnershipError(Code.INTERNAL_REPLAY, f"z3 answered unknown on a parameter condition: {self.s.reason_unknown()}")
+        return r == z3.sat
+
+    def model(self, conds: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
+        return self.s.model() if self.feasible(conds) else None
+
+
+class _Forker(PathExplorer):
+    """Path explorer whose branches are pruned by the state's parameter condition."""
+
+    def __init__(self, solver: _Solver) -> None:
+        super().__init__()
+        self.solver = solver
+        self.base: list[z3.BoolRef] = []
+        self.cache: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        # Z3 reuses the id of a freed term, so every term whose id is used as a key
+        # is kept alive here for the whole search.
+        self.alive: dict[int, z3.ExprRef] = {}
+
+    def intern(self, v: Any) -> Any:
+        """A state cell as a hashable, orderable key (terms by their id)."""
+        if isinstance(v, z3.ExprRef):
+            i = v.get_id()
+            self.alive.setdefault(i, v)
+            return INTERN_BASE - i
+        return v
+
+    def term_id(self, e: z3.ExprRef) -> int:
+        i = e.get_id()
+        self.alive.setdefault(i, e)
+        return i
+
+    def branch(self, cond: z3.BoolRef) -> bool:
+        cond = z3.simplify(cond)
+        if z3.is_true(cond):
+            return True
+        if z3.is_false(cond):
+            return False
+        ctx = self.base + self.pc
+        can_true = self.solver.feasible([*ctx, cond])
+        can_false = self.solver.feasible([*ctx, z3.Not(cond)])
+        if can_true and not can_false:
+            return True
+        if can_false and not can_true:
+            return False
+        if not (can_true or can_false):
+            raise Disabled  # an infeasible path: drop it
+        return self.decide(2, cond) == 0
+
+    def concretize(self, term: z3.ExprRef) -> int:
+        """An integer value of ``term``: forks once per feasible value, in ascending order."""
+        ctx = self.base + self.pc
+        key = (self.term_id(term), tuple(self.term_id(c) for c in ctx))
+        values = self.cache.get(key)
+        if values is None:
+            found: list[int] = []
+            while True:
+                m = self.solver.model([*ctx, *[term != v for v in found]])
+                if m is None:
+                    break
+                found.append(m.eval(term, model_completion=True).as_signed_long())
+                if len(found) > MAX_VALUES:
+                    raise SymbolicError(
+                        f"{term} takes more than {MAX_VALUES} values where spec code needs a concrete integer "
+                        "(a count or an index); bound it with --where"
+                    )
+            values = sorted(found)
+            self.cache[key] = values
+        if not values:
+            raise Disabled
+        value = values[self.decide(len(values))]
+        self.pc.append(term == value)
+        return value
+
+
+class _Field:
+    __slots__ = ("view", "off", "shape", "strides")
+
+    def __init__(self, view: _View, off: int, shape: tuple[int, ...]) -> None:
+        self.view = view
+        self.off = off
+        self.shape = shape
+        strides = []
+        acc = 1
+        for d in reversed(shape):
+            strides.append(acc)
+            acc *= d
+        self.strides = tuple(reversed(strides))
+
+    def _pos(self, key: Any) -> int:
+        keys = key if isinstance(key, tuple) else (key,)
+        pos = self.off
+        for k, n, st in zip(keys, self.shape, self.strides, strict=True):
+            k = int(k) if not isinstance(k, int) else k
+            if not 0 <= k < n:
+                raise IndexError(f"index {k} out of range 0..{n - 1}")
+            pos += k * st
+        return pos
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.view.get(self._pos(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.view.put(self._pos(key), value)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(self.shape[0]):
+            yield self.view.get(self.off + i)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+
+class _View:
+    """Spec code's ``s``: concrete cells as Python values, parameter-dependent ones as terms."""
+
+    symbolic = False
+    recording = False
+
+    def __init__(self, inst: Instance, params: Params, forker: _Forker) -> None:
+        object.__setattr__(self, "_inst", inst)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "_ex", forker)
+        object.__setattr__(self, "cur", [])
+        object.__setattr__(self, "picks", [])
+        object.__setattr__(self, "_scalars", {})
+        for lay in inst.layouts.values():
+            if not lay.shape:
+                self._scalars[lay.name] = lay.offset
+            else:
+                object.__setattr__(self, lay.name, _Field(self, lay.offset, lay.shape))
+
+    def get(self, pos: int) -> Any:
+        v = self.cur[pos]
+        return Sym(v, self._ex) if isinstance(v, z3.ExprRef) else v
+
+    def put(self, pos: int, value: Any) -> None:
+        if isinstance(value, Sym):
+            e = z3.simplify(value.e)
+            value = e.as_signed_long() if isinstance(e, z3.BitVecNumRef) else (
+                z3.is_true(e) if z3.is_bool(e) and (z3.is_true(e) or z3.is_false(e)) else e)
+        self.cur[pos] = value
+
+    def __getattr__(self, name: str) -> Any:
+        scalars = object.__getattribute__(self, "_scalars")
+        if name in scalars:
+            return self.get(scalars[name])
+        raise AttributeError(f"spec has no state variable or view method {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._scalars:
+            self.put(self._scalars[name], value)
+            return
+        raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
+
+    def all(self, domain: Domain) -> range:
+        return range(self._inst.sizes[domain.name])
+
+    def size(self, domain: Domain) -> int:
+        return self._inst.sizes[domain.name]
+
+    def name_of(self, domain: Domain, element: Any) -> str:
+        return "-" if element is None else self._inst.names[domain.name][element]
+
+    def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
+        if not options:
+            raise Disabled
+        if domain is not None and domain.name in self._inst.view._reduce:
+            options = self._inst.distinct_elements(domain.name, options, [self._ex.intern(v) for v in self.cur])
+        value = options[self._ex.decide(len(options))]
+        self.picks.append(value)
+        return value
+
+    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
+        return None
+
+    def terminal(self) -> bool:
+        done = self._inst.spec.done
+        if done is None:
+            raise SymbolicError("no @spec.terminal predicate declared")
+        return bool(done(self))
+
+    def checks(self, invariant: str) -> bool:
+        return invariant in self._inst.spec.invariants
+
+
+def _index(self: Sym) -> int:
+    ex = self.ex
+    if isinstance(ex, _Forker):
+        return ex.concretize(self.e)
+    raise SymbolicError(f"a symbolic value ({self.e}) is used as an index or count")
+
+
+def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) -> CheckResult:
+    """Breadth-first search over interleavings with the free parameters left symbolic."""
+    spec = inst.spec
+    start = time.perf_counter()
+    for name in options.free:
+        if name not in spec.params:
+            raise OwnershipError(Code.UNKNOWN_PARAM, f"--free {name}: spec {spec.name} has no such parameter", spec.file, spec.line)
+    terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in options.free}
+    base = _param_constraints(inst, terms, options.where)
+    solver = _Solver(base)
+    if not solver.feasible([]):
+        raise OwnershipError(Code.BAD_OPTION, "the --where constraints leave no parameter values")
+    forker = _Forker(solver)
+    values: dict[str, Any] = dict(inst.param_values)
+    values.update({n: Sym(t, forker) for n, t in terms.items()})
+    params = Params(values)
+    _check_sizes(inst, options.free)
+    view = _View(inst, params, forker)
+    checked = list(options.invariants) if options.invariants is not None else list(spec.invariants)
+    plan = plan_symmetry(inst)
+    canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
+    inst.set_choice_reduction(plan.sorted if options.symmetry else ())
+    old_index = Sym.__index__
+    Sym.__index__ = _index  # type: ignore[method-assign]  # range(n) with a symbolic n forks on its values
+    try:
+        return _search(inst, options, view, forker, solver, terms, checked, canon, plan, start, progress)
+    finally:
+        Sym.__index__ = old_index  # type: ignore[method-assign]
+        inst.set_choice_reduction(())
+
+
+def _param_constraints(inst: Instance, terms: dict[str, z3.BitVecRef], where: Sequence[str]) -> list[z3.BoolRef]:
+    out: list[z3.BoolRef] = []
+    for name, t in terms.items():
+        p = inst.spec.params[name]
+        out.append(t >= (p.min if p.min is not None else 0))
+        out.append(t <= (p.max if p.max is not None else (1 << (WIDTH - 2))))
+    env: dict[str, Any] = dict(inst.param_values)
+    env.update(terms)
+    for text in where:
+        try:
+            expr = eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307 - the user's own constraint over parameters
+        except Exception as exc:  # noqa: BLE001
+            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r}: {type(exc).__name__}: {exc}") from None
+        if not isinstance(expr, z3.BoolRef):
+            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r} is not a condition on free parameters")
+        out.append(expr)
+    return out
+
+
+def _check_sizes(inst: Instance, free: Sequence[str]) -> None:
+    spec = inst.spec
+    for name in free:
+        bumped = dict(inst.param_values)
+        bumped[name] = bumped[name] * 2 + 7
+        for d in spec.domains.values():
+            try:
+                changed = d.resolve_size(Params(bumped)) != inst.sizes[d.name]
+            except Exception:  # noqa: BLE001
+                changed = True
+            if changed:
+                raise OwnershipError(
+                    Code.BAD_OPTION,
+                    f"--free {name}: it sets the size of domain {d.name}, which must be fixed; fix {name} with --param",
+                    spec.file,
+                    spec.line,
+                )
+
+
+@dataclass
+class _Node:
+    parent: int
+    action: int
+    picks: tuple[Any, ...]
+    pc: tuple[z3.BoolRef, ...]
+
+
+def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker, solver: _Solver,
+            terms: dict[str, z3.BitVecRef], checked: list[str], canon: Callable[[Any], Any], plan: Any,
+            start: float, progress: Any) -> CheckResult:
+    spec = inst.spec
+    instances = _action_instances(inst, view)
+    nodes: list[_Node] = [_Node(-1, -1, (), ())]
+    seen: dict[Any, int] = {}
+    init = tuple(inst.init_state)
+    seen[(canon(tuple(forker.intern(v) for v in init)), 0)] = 0
+    frontier: list[tuple[int, tuple[Any, ...]]] = [(0, init)]
+    violations: list[tuple[int, str, z3.BoolRef]] = []
+    transitions = 0
+    depth = 0
+    want_all = options.minimize is not None or options.maximize is not None
+    stop: StopReason | None = None
+
+    def run(fn: Callable[[], Any], state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> list[tuple[bool, Any, list[Any], tuple[Any, ...], tuple[z3.BoolRef, ...]]]:
+        """Every path of ``fn`` from ``state``: (enabled, result, picks, new cells, path condition).
+
+        Collected in full before returning: the forker is reused by the
+        invariant checks of each new state, so no run may be left suspended.
+        """
+        forker.base = list(pc)
+
+        def reset() -> None:
+            object.__setattr__(view, "cur", list(state))
+            view.picks.clear()
+
+        try:
+            return [
+                (enabled, result, list(view.picks), tuple(view.cur), tuple(forker.pc))
+                for enabled, result in forker.run(fn, reset)
+            ]
+        except (OwnershipError, Disabled):
+            raise
+        except Exception as exc:  # noqa: BLE001 - spec code
+            raise OwnershipError(Code.SPEC_RUNTIME, f"spec code under --free raised {type(exc).__name__}: {exc}",
+                                 spec.file, location_in(spec.file, exc) if spec.file else None) from None
+
+    def violation(state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> tuple[str, z3.BoolRef] | None:
+        for name in checked:
+            fn = spec.invariants[name].fn
+            bad: list[z3.BoolRef] = []
+            for enabled, result, _picks, _cells, path_pc in run(_call(fn, view, ()), state, pc):
+                if not enabled:
+                    continue
+                holds = result.e if isinstance(result, Sym) else z3.BoolVal(bool(result))
+                bad.append(z3.And(*path_pc, z3.Not(holds)) if path_pc else z3.Not(holds))
+            cond = z3.simplify(z3.Or(*bad)) if bad else z3.BoolVal(False)
+            if not z3.is_false(cond) and solver.feasible([*pc, cond]):
+                return name, cond
+        return None
+
+    first = violation(init, ())
+    if first:
+        violations.append((0, first[0], first[1]))
+    else:
+        while frontier and not (violations and not want_all):
+            if options.max_depth is not None and depth >= options.max_depth:
+                stop = StopReason.DEPTH_LIMIT
+                break
+            nxt: list[tuple[int, tuple[Any, ...]]] = []
+            for idx, state in frontier:
+                pc = nodes[idx].pc
+                for ai_index, (act, args) in enumerate(instances):
+                    for enabled, _res, picks, new_state, path_pc in run(_call(act.fn, view, args), state, pc):
+                        if not enabled:
+                            continue
+                        transitions += 1
+                        new_pc = tuple(pc) + path_pc
+                        pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
+                        key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
+                        if key in seen:
+                            continue
+                        if options.max_states is not None and len(nodes) >= options.max_states:
+                            stop = StopReason.STATE_LIMIT
+                            break
+                        nid = len(nodes)
+                        seen[key] = nid
+                        nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
+                        bad = violation(new_state, new_pc)
+                        if bad:
+                            violations.append((nid, bad[0], bad[1]))
+                            continue  # a violating state's successors cannot widen its parameter region
+                        nxt.append((nid, new_state))
+                    if stop:
+                        break
+                if stop:
+                    break
+                if options.max_seconds is not None and time.perf_counter() - start > options.max_seconds:
+                    stop = StopReason.TIME_LIMIT
+                    break
+            if stop:
+                break
+            frontier = nxt
+            if frontier:
+                depth += 1
+            if progress is not None:
+                progress(_Progress(len(nodes), transitions, depth, len(frontier), time.perf_counter() - start))
+    elapsed = time.perf_counter() - start
+    shown = {k: ("free" if k in options.free else v) for k, v in inst.param_values.items()}
+    opts = asdict(options)
+    opts["symmetry"] = bool(options.symmetry and (plan.permuted or plan.sorted))
+    notes = [f"free parameters {', '.join(options.free)}: interleavings explicit, parameter values symbolic "
+             f"({solver.calls:,} solver calls)"]
+    stats = Stats(len(nodes), transitions, depth, elapsed)
+    if not violations:
+        if stop is None:
+            scope = " and ".join([f"{n} in its declared range" for n in options.free] + list(options.where))
+            notes.append(f"PROVED for every value with {scope}")
+            return CheckResult(spec.name, "explore", Verdict.PROVED, StopReason.EXHAUSTED, stats, shown,
+                               tuple(checked), options=opts, notes=tuple(notes))
+        verdict = Verdict.BOUNDED_OK if stop is StopReason.DEPTH_LIMIT else Verdict.UNKNOWN
+        return CheckResult(spec.name, "explore", verdict, stop, stats, shown, tuple(checked), options=opts,
+                           notes=tuple(notes))
+    return _report(inst, options, violations, nodes, instances, solver, terms, stats, shown, checked, opts, notes)
+
+
+def _call(fn: Callable[..., Any], view: _View, args: Sequence[Any]) -> Callable[[], Any]:
+    def call() -> Any:
+        return fn(view, *args)
+
+    return call
+
+
+@dataclass(frozen=True)
+class _Progress:
+    states: int
+    transitions: int
+    depth: int
+    frontier: int
+    seconds: float
+
+
+def _action_instances(inst: Instance, view: _View) -> list[tuple[Any, tuple[Any, ...]]]:
+    out: list[tuple[Any, tuple[Any, ...]]] = []
+    for act in inst.spec.actions.values():
+        ranges: list[list[Any]] = []
+        for d in act.arg_domains:
+            if isinstance(d, Values):
+                vals = list(d.values(view.params))
+                uniq: list[Any] = []
+                for v in vals:
+                    if isinstance(v, Sym) or v not in [u for u in uniq if not isinstance(u, Sym)]:
+                        uniq.append(v)
+                ranges.append(uniq)
+            else:
+                ranges.append(list(range(inst.sizes[d.name])))
+        for args in itertools.product(*ranges):
+            out.append((act, tuple(args)))
+    return out
+
+
+def _report(inst: Instance, options: ParamOptions, violations: list[tuple[int, str, z3.BoolRef]],
+            nodes: list[_Node], instances: list[tuple[Any, tuple[Any, ...]]], solver: _Solver,
+            terms: dict[str, z3.BitVecRef], stats: Stats, shown: dict[str, Any], checked: list[str],
+            opts: dict[str, Any], notes: list[str]) -> CheckResult:
+    spec = inst.spec
+    regions = [z3.And(*nodes[n].pc, cond) for n, _name, cond in violations]
+    target = options.minimize or options.maximize
+    extremum = None
+    if target is not None:
+        if target not in terms:
+            raise OwnershipError(Code.BAD_OPTION, f"--minimize/--maximize {target}: also pass --free {target}")
+        opt = z3.Optimize()
+        opt.add(*solver.s.assertions())
+        opt.add(z3.Or(*regions))
+        t = terms[target]
+        # Parameters are non-negative, so the unsigned order of the bit-vector is the integer order.
+        opt.minimize(t) if options.minimize else opt.maximize(t)
+        if opt.check() != z3.sat:
+            raise OwnershipError(Code.INTERNAL_REPLAY, f"z3 could not optimise {target}: {opt.reason_unknown()}")
+        model = opt.model()
+        extremum = (target, model.eval(t, model_completion=True).as_signed_long())
+    else:
+        model = solver.model([z3.Or(*regions)])
+        assert model is not None
+    # Pick the shallowest violating state whose region contains the chosen values.
+    chosen = None
+    for (n, name, _cond), region in zip(violations, regions, strict=True):
+        if z3.is_true(model.eval(region, model_completion=True)):
+            chosen = (n, name)
+            break
+    if chosen is None:
+        raise OwnershipError(Code.INTERNAL_REPLAY, "no violating state admits the optimal parameter values")
+    n, name = chosen
+    params = dict(inst.param_values)
+    for p, t in terms.items():
+        params[p] = model.eval(t, model_completion=True).as_signed_long()
+    concrete = Instance(spec, params)
+    path: list[tuple[int, list[Any]]] = []
+    node = n
+    while node > 0:
+        act, args = instances[nodes[node].action]
+        real_args = [model.eval(a.e, model_completion=True).as_signed_long() if isinstance(a, Sym) else a for a in args]
+        ai = concrete.find_instance(act.name, real_args)
+        path.append((ai.index, list(nodes[node].picks)))
+        node = nodes[node].parent
+    path.reverse()
+    trace = build_trace(concrete, path, engine="explore", violation=name)
+    notes = list(notes)
+    if extremum is not None:
+        word = "smallest" if options.minimize else "largest"
+        notes.append(f"{word} {extremum[0]} that violates {name}: {extremum[1]:,}")
+    notes.append(f"{len(violations)} violating parameter region(s); the trace uses " +
+                 ", ".join(f"{p}={params[p]:,}" for p in terms))
+    return CheckResult(spec.name, "explore", Verdict.VIOLATED, StopReason.VIOLATION,
+                       Stats(stats.states, stats.transitions, len(trace), stats.seconds), shown, tuple(checked),
+                       violated=name, trace=trace, options=opts, notes=tuple(notes), extremum=extremum)

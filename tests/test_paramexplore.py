@@ -1,0 +1,71 @@
+"""The explorer with free (symbolic) parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from conftest import SPECS, instance
+from ownership.cli import app
+from ownership.core.replay import replay
+from ownership.core.result import StopReason, Verdict
+from ownership.engines.paramexplore import ParamOptions, explore_params
+from ownership.spec.instance import Instance
+from ownership.spec.loader import load_spec
+
+SOLVER = Path(__file__).resolve().parent / "solver"
+
+
+def test_smallest_leaking_prompt_is_the_admission_limit() -> None:
+    inst = instance("sglang_disagg_v0_5_21")
+    r = explore_params(inst, ParamOptions(free=("prompt_tokens",), minimize="prompt_tokens"))
+    p = inst.param_values
+    limit = min(p["context_len"] - 1, p["prefill_pool_tokens"] - 1)  # managers/utils.py max_req_input_len
+    assert r.verdict is Verdict.VIOLATED and r.violated == "no_foreign_read"
+    assert r.extremum == ("prompt_tokens", limit)
+    # The trace is for that prompt length and replays through the concrete semantics.
+    assert r.trace is not None and r.trace.params["prompt_tokens"] == limit
+    concrete = Instance(inst.spec, dict(r.trace.params))
+    assert replay(concrete, r.trace).ok
+    assert len(r.trace) == 15
+
+
+def test_fixed_version_is_safe_for_every_prompt_length() -> None:
+    r = explore_params(
+        instance("sglang_disagg_v0_5_22"),
+        ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= context_len",)),
+    )
+    assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.EXHAUSTED
+    assert r.params["prompt_tokens"] == "free"
+    assert any("every value" in n for n in r.notes)
+
+
+def test_boundary_in_closed_form_and_maximize() -> None:
+    inst = Instance(load_spec(SOLVER / "reserve_overflow.py"))
+    r = explore_params(inst, ParamOptions(free=("prompt_tokens",), minimize="prompt_tokens"))
+    assert r.extremum == ("prompt_tokens", 3 * 4 + 1)
+    r = explore_params(inst, ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= 100",),
+                                          maximize="prompt_tokens"))
+    assert r.extremum == ("prompt_tokens", 100)
+    r = explore_params(inst, ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= 12",)))
+    assert r.verdict is Verdict.PROVED
+
+
+def test_cli_free_minimize_prints_the_value_and_writes_the_trace(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, [
+        "check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--free", "prompt_tokens", "--minimize", "prompt_tokens",
+        "--out", str(tmp_path), "--no-render",
+    ])
+    assert res.exit_code == 1, res.output
+    assert "prompt_tokens = 5" in res.output
+    assert "--free prompt_tokens --minimize prompt_tokens" in res.output  # the reproduce line
+    res = CliRunner().invoke(app, ["replay", str(tmp_path / "trace.json")])
+    assert res.exit_code == 0, res.output
+
+
+def test_free_parameter_errors() -> None:
+    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--free", "page_size"])
+    assert res.exit_code == 2 and "sets the size of domain" in res.output
+    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--minimize", "prompt_tokens"])
+    assert res.exit_code == 2 and "need --free" in res.output
