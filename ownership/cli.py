@@ -229,7 +229,7 @@ def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False
         return result.exit_code, result
     doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
     ghosts = [v.name for v in spec.vars.values() if v.ghost]
-    for line in result_report(result, invariant_doc=doc, ghosts=ghosts):
+    for line in result_report(result, invariant_doc=doc, ghosts=ghosts, derived=spec.derived_values.values()):
         typer.echo(line)
     for other in results[1:]:
         typer.echo(f"  agrees: {other.engine} says {other.verdict.name}: {other.coverage()}")

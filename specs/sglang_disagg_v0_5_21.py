@@ -86,9 +86,13 @@ spec.var("kv_tokens", int, per=Req, init=0, doc="logical KV length prefill sent"
 spec.var("http", HTTP, per=Req, init=HTTP.NONE, doc="what the client got")
 
 
-def max_req_input_len(s, pool_tokens: int) -> int:
-    """managers/utils.py: the longest prompt a node accepts."""
-    return min(s.params.context_len - 1, pool_tokens - 1)
+# managers/utils.py validate_input_length: a prompt of at least max_req_input_len tokens is rejected.
+prefill_max_input = spec.derived(
+    "prefill_max_req_input_len", "min(context_len - 1, prefill_pool_tokens - 1)", "prefill rejects prompts this long"
+)
+decode_max_input = spec.derived(
+    "decode_max_req_input_len", "min(context_len - 1, decode_pool_tokens - 1)", "decode rejects prompts this long"
+)
 
 
 # -- arrival ---------------------------------------------------------------------
@@ -97,14 +101,14 @@ def arrive(s, r: Req, prompt_len: PromptLen):
     """The router sends the request to both nodes; each runs validate_input_length."""
     require(s.p_queue[r] == PrefillQ.IDLE and s.d_queue[r] == DecodeQ.IDLE)
     # prefill: Req.set_finish_with_abort swaps in a one-token placeholder
-    if prompt_len >= max_req_input_len(s, s.params.prefill_pool_tokens):
+    if prompt_len >= prefill_max_input(s):
         s.p_to_finish[r] = True
         s.p_input_len[r] = 1
     else:
         s.p_input_len[r] = prompt_len
     s.p_queue[r] = PrefillQ.BOOTSTRAP
     # decode: validated against decode's own limit
-    if prompt_len >= max_req_input_len(s, s.params.decode_pool_tokens):
+    if prompt_len >= decode_max_input(s):
         s.d_to_finish[r] = True
         s.d_input_len[r] = 1
     else:

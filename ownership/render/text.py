@@ -96,8 +96,14 @@ def reproduce_command(
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def result_report(result: CheckResult, *, invariant_doc: str = "", ghosts: Iterable[str] = ()) -> list[str]:
-    """Everything ``ownership check`` prints for one spec, verdict first."""
+def result_report(
+    result: CheckResult, *, invariant_doc: str = "", ghosts: Iterable[str] = (), derived: Iterable[Any] = ()
+) -> list[str]:
+    """Everything ``ownership check`` prints for one spec, verdict first.
+
+    ``derived`` are the spec's parameter formulas, shown with their values
+    next to an extreme parameter value (they usually explain the boundary).
+    """
     lines = [headline(result)]
     if invariant_doc and result.verdict is Verdict.VIOLATED:
         lines.append("  " + invariant_doc.splitlines()[0])
@@ -107,6 +113,12 @@ def result_report(result: CheckResult, *, invariant_doc: str = "", ghosts: Itera
     if result.extremum is not None:
         name, value = result.extremum
         lines.append(f"  {name} = {value:,}")
+        params = dict(result.trace.params) if result.trace is not None else {}
+        for d in derived:
+            try:
+                lines.append(f"    where {d.name} = {d.formula} = {d.evaluate(params):,}")
+            except Exception:  # noqa: BLE001 - a formula over parameters the trace lacks
+                continue
     if result.trace is not None:
         kind = "deadlock" if result.trace.extra.get("deadlock") else "counterexample"
         if result.trace.extra.get("cti"):

@@ -117,6 +117,28 @@ class Values:
 
 
 @dataclass(frozen=True)
+class Derived:
+    """A named quantity computed from parameters, written as a formula.
+
+    ``limit = spec.derived("max_req_input_len", "min(context_len - 1, pool_tokens - 1)")``;
+    spec code calls ``limit(s)``.  Reports print the formula next to its value,
+    so a parameter search can say *why* a boundary is where it is.
+    """
+
+    name: str
+    formula: str
+    doc: str = ""
+
+    def evaluate(self, params: Params | dict[str, Any]) -> Any:
+        """The value for these parameter values (ints, or solver terms for free parameters)."""
+        env = params if isinstance(params, dict) else vars(params)
+        return eval(self.formula, {"__builtins__": {}, "min": min, "max": max, "ceil_div": ceil_div}, dict(env))  # noqa: S307
+
+    def __call__(self, s: Any) -> Any:
+        return self.evaluate(s.params)
+
+
+@dataclass(frozen=True)
 class Var:
     """A state variable: a scalar or a table indexed by one or more domains."""
 
@@ -211,6 +233,7 @@ class Spec:
     invariants: dict[str, Invariant] = field(default_factory=dict)
     done: Callable[..., Any] | None = None
     extensions: dict[str, Any] = field(default_factory=dict)
+    derived_values: dict[str, Derived] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.file is None:
@@ -247,6 +270,16 @@ class Spec:
             raise self._error(f"domain {name}: size names unknown parameter {size!r}")
         d = Domain(name, size, symmetric, names, doc)
         self.domains[name] = d
+        return d
+
+    def derived(self, name: str, formula: str, doc: str = "") -> Derived:
+        """Declare a quantity computed from parameters by ``formula`` (see :class:`Derived`)."""
+        try:
+            compile(formula, "<formula>", "eval")
+        except SyntaxError as exc:
+            raise self._error(f"derived {name}: formula does not parse: {exc.msg}") from None
+        d = Derived(name, formula, doc)
+        self.derived_values[name] = d
         return d
 
     def values(self, name: str, values: Callable[[Params], Sequence[int]], doc: str = "") -> Values:
@@ -320,6 +353,7 @@ class Spec:
             invariants=dict(self.invariants),
             done=self.done,
             extensions=dict(self.extensions),
+            derived_values=dict(self.derived_values),
         )
 
     def replace(self, fn: Callable[..., Any]) -> Callable[..., Any]:
