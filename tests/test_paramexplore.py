@@ -64,8 +64,21 @@ def test_cli_free_minimize_prints_the_value_and_writes_the_trace(tmp_path: Path)
     assert res.exit_code == 0, res.output
 
 
-def test_free_parameter_errors() -> None:
-    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--free", "page_size"])
-    assert res.exit_code == 2 and "sets the size of domain" in res.output
+def test_minimize_needs_free() -> None:
     res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--minimize", "prompt_tokens"])
     assert res.exit_code == 2 and "need --free" in res.output
+
+
+def test_unsafe_region_over_pool_size_and_context_length() -> None:
+    """The check the incident's operators did not enforce, as a region of deployments."""
+    opts = ParamOptions(free=("prefill_pool_tokens", "context_len"),
+                        where=("prefill_pool_tokens <= 6", "context_len <= 10"))
+    r = explore_params(instance("sglang_disagg_v0_5_21", prompt_tokens=4), opts)
+    assert r.verdict is Verdict.VIOLATED
+    text = " ".join(r.notes)
+    # Split into cases by the prefill pool's page count, explained with the spec's own formulas.
+    assert "cases by domain size" in text
+    assert ("unsafe exactly when prompt_tokens >= prefill_max_req_input_len and "
+            "prompt_tokens < decode_max_req_input_len") in text
+    fixed = explore_params(instance("sglang_disagg_v0_5_22", prompt_tokens=4), opts)
+    assert fixed.verdict is Verdict.PROVED

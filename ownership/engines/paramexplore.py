@@ -21,6 +21,7 @@ range and ``--where``) at this instance.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -86,6 +87,7 @@ class _Forker(PathExplorer):
         self.solver = solver
         self.base: list[z3.BoolRef] = []
         self.cache: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        self.branches: dict[tuple[int, tuple[int, ...]], tuple[bool, bool]] = {}
         # Z3 reuses the id of a freed term, so every term whose id is used as a key
         # is kept alive here for the whole search.
         self.alive: dict[int, z3.ExprRef] = {}
@@ -110,8 +112,12 @@ class _Forker(PathExplorer):
         if z3.is_false(cond):
             return False
         ctx = self.base + self.pc
-        can_true = self.solver.feasible([*ctx, cond])
-        can_false = self.solver.feasible([*ctx, z3.Not(cond)])
+        key = (self.term_id(cond), tuple(self.term_id(c) for c in ctx))
+        known = self.branches.get(key)
+        if known is None:
+            known = (self.solver.feasible([*ctx, cond]), self.solver.feasible([*ctx, z3.Not(cond)]))
+            self.branches[key] = known
+        can_true, can_false = known
         if can_true and not can_false:
             return True
         if can_false and not can_true:
@@ -257,15 +263,13 @@ class _View:
         return invariant in self._inst.spec.invariants
 
 
-def _index(self: Sym) -> int:
-    ex = self.ex
-    if isinstance(ex, _Forker):
-        return ex.concretize(self.e)
-    raise SymbolicError(f"a symbolic value ({self.e}) is used as an index or count")
-
-
 def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) -> CheckResult:
-    """Breadth-first search over interleavings with the free parameters left symbolic."""
+    """Breadth-first search over interleavings with the free parameters left symbolic.
+
+    A free parameter that sets a domain's size (a pool's page count from its
+    token count) is split into cases, one per feasible size, each searched
+    with that size fixed and the case's condition on the parameters.
+    """
     spec = inst.spec
     start = time.perf_counter()
     for name in options.free:
@@ -276,22 +280,160 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
     solver = _Solver(base)
     if not solver.feasible([]):
         raise OwnershipError(Code.BAD_OPTION, "the --where constraints leave no parameter values")
+    cases = _size_cases(inst, terms, solver)
+    if cases is None:
+        result, region = _explore_case(inst, options, terms, base, progress, start)
+        if region is not None:
+            result = dataclasses.replace(result, notes=(*result.notes, explain_region(inst, options, region)))
+        return result
+    outcomes: list[tuple[CheckResult, z3.BoolRef | None, str]] = []
+    for sizes, cond, witness in cases:
+        case_inst = Instance(spec, {**inst.param_values, **witness})
+        label = ", ".join(f"{d} has {n}" for d, n in sizes.items())
+        result, region = _explore_case(case_inst, options, terms, [*base, cond], progress, start)
+        outcomes.append((result, None if region is None else z3.And(cond, region), label))
+    return _combine(inst, options, outcomes, start)
+
+
+def _size_cases(
+    inst: Instance, terms: dict[str, z3.BitVecRef], solver: _Solver
+) -> list[tuple[dict[str, int], z3.BoolRef, dict[str, int]]] | None:
+    """Feasible domain sizes when free parameters set them, or ``None`` if none do."""
+    env: dict[str, Any] = dict(inst.param_values)
+    env.update({n: Sym(t, PathExplorer()) for n, t in terms.items()})
+    params = Params(env)
+    exprs: dict[str, z3.ExprRef] = {}
+    for d in inst.spec.domains.values():
+        size = d.size if isinstance(d.size, int) else (env[d.size] if isinstance(d.size, str) else d.size(params))
+        if isinstance(size, Sym):
+            exprs[d.name] = size.e
+    if not exprs:
+        return None
+    names = list(exprs)
+    found: list[tuple[int, ...]] = []
+    while True:
+        blocked = [z3.Not(z3.And(*[exprs[n] == v for n, v in zip(names, vals, strict=True)])) for vals in found]
+        m = solver.model(blocked)
+        if m is None:
+            break
+        found.append(tuple(m.eval(exprs[n], model_completion=True).as_signed_long() for n in names))
+        if len(found) > MAX_VALUES:
+            raise OwnershipError(Code.BAD_OPTION, f"free parameters allow more than {MAX_VALUES} sizes of "
+                                 f"{', '.join(names)}: bound them with --where")
+    cases = []
+    for vals in sorted(found):
+        cond = z3.And(*[exprs[n] == v for n, v in zip(names, vals, strict=True)])
+        m = solver.model([cond])
+        assert m is not None
+        witness = {p: m.eval(t, model_completion=True).as_signed_long() for p, t in terms.items()}
+        cases.append((dict(zip(names, vals, strict=True)), cond, witness))
+    return cases
+
+
+def _combine(inst: Instance, options: ParamOptions,
+             outcomes: list[tuple[CheckResult, z3.BoolRef | None, str]], start: float) -> CheckResult:
+    """One result from the per-size cases: the worst verdict, the best extreme value, the union region."""
+    bad = [(r, region, label) for r, region, label in outcomes if r.verdict is Verdict.VIOLATED]
+    total = Stats(sum(r.stats.states for r, _, _ in outcomes), sum(r.stats.transitions for r, _, _ in outcomes),
+                  max(r.stats.depth for r, _, _ in outcomes), time.perf_counter() - start)
+    case_notes = [f"{len(outcomes)} cases by domain size: " + "; ".join(
+        f"{label}: {r.verdict.name}" for r, _, label in outcomes)]
+    if not bad:
+        worst = min(outcomes, key=lambda o: o[0].verdict)[0]
+        return dataclasses.replace(worst, stats=total, notes=tuple(case_notes) + worst.notes)
+    if options.minimize or options.maximize:
+        pick = (min if options.minimize else max)(bad, key=lambda o: o[0].extremum[1] if o[0].extremum else 0)
+    else:
+        pick = bad[0]
+    region = z3.Or(*[reg for _, reg, _ in bad if reg is not None])
+    notes = [*case_notes, explain_region(inst, options, region)]
+    return dataclasses.replace(pick[0], stats=total, notes=tuple(notes) + pick[0].notes)
+
+
+def explain_region(inst: Instance, options: ParamOptions, region: z3.BoolRef) -> str:
+    """Describe the violating parameter values with the spec's own formulas, if one fits exactly.
+
+    Tries ``P >= D``, ``P < D`` and conjunctions of two of them, for the
+    prompt-like parameters ``P`` (those feeding an action's value set) and the
+    spec's derived formulas ``D``; prints a description only when Z3 proves it
+    equivalent to the region under the parameter constraints.
+    """
+    spec = inst.spec
+    terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in options.free}
+    base = _param_constraints(inst, terms, options.where)
+    dummy = PathExplorer()
+    env: dict[str, Any] = dict(inst.param_values)
+    env.update({n: Sym(t, dummy) for n, t in terms.items()})
+
+    def value(x: Any) -> z3.ExprRef:
+        return x.e if isinstance(x, Sym) else z3.BitVecVal(int(x), WIDTH)
+
+    def zmin(*xs: Any) -> Any:
+        out = xs[0]
+        for x in xs[1:]:
+            out = Sym(z3.If(value(x) < value(out), value(x), value(out)), dummy)
+        return out
+
+    def zmax(*xs: Any) -> Any:
+        out = xs[0]
+        for x in xs[1:]:
+            out = Sym(z3.If(value(x) > value(out), value(x), value(out)), dummy)
+        return out
+
+    derived = []
+    for d in spec.derived_values.values():
+        try:
+            v = eval(d.formula, {"__builtins__": {}, "min": zmin, "max": zmax, "ceil_div": lambda a, b: -(-a // b)}, dict(env))  # noqa: S307
+        except Exception:  # noqa: BLE001 - a formula the symbolic values cannot evaluate
+            continue
+        derived.append((d, value(v)))
+    # Parameters that feed an action's value set (prompt lengths): the usual left-hand sides.
+    codes = [c for c in (getattr(vs.values, "__code__", None) for vs in spec.value_sets.values()) if c is not None]
+    prompt_like = sorted({n for n in spec.params if any(n in c.co_names for c in codes)})
+    atoms: list[tuple[str, z3.BoolRef]] = []
+    for p in prompt_like:
+        pv = value(env[p])
+        for d, dv in derived:
+            atoms.append((f"{p} >= {d.name}", pv >= dv))
+            atoms.append((f"{p} < {d.name}", pv < dv))
+    s = z3.Solver()
+    s.add(*base)
+
+    def equivalent(h: z3.BoolRef) -> bool:
+        return s.check(z3.Xor(h, region)) == z3.unsat
+
+    for text, h in atoms:
+        if equivalent(h):
+            return "unsafe exactly when " + text + _formulas(derived, text)
+    for (t1, h1), (t2, h2) in itertools.combinations(atoms, 2):
+        if equivalent(z3.And(h1, h2)):
+            return f"unsafe exactly when {t1} and {t2}" + _formulas(derived, t1 + t2)
+    m = s.model() if s.check(region) == z3.sat else None
+    example = ", ".join(f"{n}={m.eval(t, model_completion=True).as_signed_long()}" for n, t in terms.items()) if m else "?"
+    return f"unsafe for some values, for example {example} (no one-line description in the spec's formulas fits)"
+
+
+def _formulas(derived: list[tuple[Any, z3.ExprRef]], used: str) -> str:
+    parts = [f"{d.name} = {d.formula}" for d, _ in derived if d.name in used]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _explore_case(inst: Instance, options: ParamOptions, terms: dict[str, z3.BitVecRef], base: list[z3.BoolRef],
+                  progress: Any, start: float) -> tuple[CheckResult, z3.BoolRef | None]:
+    spec = inst.spec
+    solver = _Solver(base)
     forker = _Forker(solver)
     values: dict[str, Any] = dict(inst.param_values)
     values.update({n: Sym(t, forker) for n, t in terms.items()})
     params = Params(values)
-    _check_sizes(inst, options.free)
     view = _View(inst, params, forker)
     checked = list(options.invariants) if options.invariants is not None else list(spec.invariants)
     plan = plan_symmetry(inst)
     canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
     inst.set_choice_reduction(plan.sorted if options.symmetry else ())
-    old_index = Sym.__index__
-    Sym.__index__ = _index  # type: ignore[method-assign]  # range(n) with a symbolic n forks on its values
     try:
         return _search(inst, options, view, forker, solver, terms, checked, canon, plan, start, progress)
     finally:
-        Sym.__index__ = old_index  # type: ignore[method-assign]
         inst.set_choice_reduction(())
 
 
@@ -314,25 +456,6 @@ def _param_constraints(inst: Instance, terms: dict[str, z3.BitVecRef], where: Se
     return out
 
 
-def _check_sizes(inst: Instance, free: Sequence[str]) -> None:
-    spec = inst.spec
-    for name in free:
-        bumped = dict(inst.param_values)
-        bumped[name] = bumped[name] * 2 + 7
-        for d in spec.domains.values():
-            try:
-                changed = d.resolve_size(Params(bumped)) != inst.sizes[d.name]
-            except Exception:  # noqa: BLE001
-                changed = True
-            if changed:
-                raise OwnershipError(
-                    Code.BAD_OPTION,
-                    f"--free {name}: it sets the size of domain {d.name}, which must be fixed; fix {name} with --param",
-                    spec.file,
-                    spec.line,
-                )
-
-
 @dataclass
 class _Node:
     parent: int
@@ -343,7 +466,7 @@ class _Node:
 
 def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker, solver: _Solver,
             terms: dict[str, z3.BitVecRef], checked: list[str], canon: Callable[[Any], Any], plan: Any,
-            start: float, progress: Any) -> CheckResult:
+            start: float, progress: Any) -> tuple[CheckResult, z3.BoolRef | None]:
     spec = inst.spec
     instances = _action_instances(inst, view)
     nodes: list[_Node] = [_Node(-1, -1, (), ())]
@@ -452,11 +575,12 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
             scope = " and ".join([f"{n} in its declared range" for n in options.free] + list(options.where))
             notes.append(f"PROVED for every value with {scope}")
             return CheckResult(spec.name, "explore", Verdict.PROVED, StopReason.EXHAUSTED, stats, shown,
-                               tuple(checked), options=opts, notes=tuple(notes))
+                               tuple(checked), options=opts, notes=tuple(notes)), None
         verdict = Verdict.BOUNDED_OK if stop is StopReason.DEPTH_LIMIT else Verdict.UNKNOWN
         return CheckResult(spec.name, "explore", verdict, stop, stats, shown, tuple(checked), options=opts,
-                           notes=tuple(notes))
-    return _report(inst, options, violations, nodes, instances, solver, terms, stats, shown, checked, opts, notes)
+                           notes=tuple(notes)), None
+    region = z3.Or(*[z3.And(*nodes[n].pc, cond) for n, _name, cond in violations])
+    return _report(inst, options, violations, nodes, instances, solver, terms, stats, shown, checked, opts, notes), region
 
 
 def _call(fn: Callable[..., Any], view: _View, args: Sequence[Any]) -> Callable[[], Any]:

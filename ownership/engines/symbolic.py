@@ -158,6 +158,9 @@ class Sym:
         return self.ex.branch(e)
 
     def __index__(self) -> int:
+        concretize = getattr(self.ex, "concretize", None)
+        if concretize is not None:  # the parametric explorer forks on each feasible value
+            return int(concretize(self.e))
         raise SymbolicError(
             f"a symbolic value ({self.e}) is used as an index or count; index with domain elements "
             "or use the ownership vocabulary"
