@@ -82,3 +82,23 @@ def test_unsafe_region_over_pool_size_and_context_length() -> None:
             "prompt_tokens < decode_max_req_input_len") in text
     fixed = explore_params(instance("sglang_disagg_v0_5_22", prompt_tokens=4), opts)
     assert fixed.verdict is Verdict.PROVED
+
+
+INCIDENT = {
+    # The 2026 deployment: 1,048,576-token context, 681,280-token prefill pool; the page size is
+    # scaled up so the model tracks a handful of pages (the limits do not depend on it).
+    "context_len": 1_048_576,
+    "prefill_pool_tokens": 681_280,
+    "decode_pool_tokens": 1_048_576,
+    "page_size": 262_144,
+    "short_prompt_tokens": 262_144,
+}
+
+
+def test_incident_configuration_smallest_leaking_prompt_and_the_fix() -> None:
+    opts = ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= context_len",), minimize="prompt_tokens")
+    r = explore_params(instance("sglang_disagg_v0_5_21", **INCIDENT), opts)
+    assert r.extremum == ("prompt_tokens", 681_279)  # min(context_len - 1, prefill_pool_tokens - 1)
+    fixed = explore_params(instance("sglang_disagg_v0_5_22", **INCIDENT),
+                           ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= context_len",)))
+    assert fixed.verdict is Verdict.PROVED
