@@ -37,7 +37,7 @@ class BmcOptions:
     """Options of the Z3 engines."""
 
     max_depth: int = 30
-    max_k: int = 4
+    max_k: int = 2
     solver_timeout: float | None = None
     free: tuple[str, ...] = ()
     where: tuple[str, ...] = ()
