@@ -29,7 +29,7 @@ from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
 from ownership.spec.types import BoolType, Ref, RefSet
 
-from .symbolic import Path, SymbolicSpec, int_of, to_z3
+from .symbolic import Path, SymbolicSpec, int_of, parameter_constraints, to_z3
 
 
 @dataclass(frozen=True)
@@ -245,24 +245,7 @@ def extract(
 
 
 def _where(sym: SymbolicSpec, options: BmcOptions) -> list[z3.BoolRef]:
-    spec = sym.inst.spec
-    out: list[z3.BoolRef] = []
-    env: dict[str, Any] = dict(sym.inst.param_values)
-    env.update(sym.param_terms)
-    for name, term in sym.param_terms.items():
-        p = spec.params[name]
-        out.append(term >= (p.min if p.min is not None else 0))
-        if p.max is not None:
-            out.append(term <= p.max)
-    for text in options.where:
-        try:
-            expr = eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307 - the user's own constraint over parameters
-        except Exception as exc:  # noqa: BLE001
-            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r}: {type(exc).__name__}: {exc}") from None
-        if not isinstance(expr, z3.BoolRef):
-            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r} is not a condition on free parameters")
-        out.append(expr)
-    return out
+    return parameter_constraints(sym.inst, sym.param_terms, options.where)
 
 
 def _checked(sym: SymbolicSpec, options: BmcOptions) -> list[str]:

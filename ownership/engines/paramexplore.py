@@ -32,7 +32,7 @@ import z3
 
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
-from ownership.engines.symbolic import WIDTH, PathExplorer, Sym, SymbolicError
+from ownership.engines.symbolic import WIDTH, PathExplorer, Sym, SymbolicError, parameter_constraints
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance
@@ -276,7 +276,7 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
         if name not in spec.params:
             raise OwnershipError(Code.UNKNOWN_PARAM, f"--free {name}: spec {spec.name} has no such parameter", spec.file, spec.line)
     terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in options.free}
-    base = _param_constraints(inst, terms, options.where)
+    base = parameter_constraints(inst, terms, options.where)
     solver = _Solver(base)
     if not solver.feasible([]):
         raise OwnershipError(Code.BAD_OPTION, "the --where constraints leave no parameter values")
@@ -360,7 +360,7 @@ def explain_region(inst: Instance, options: ParamOptions, region: z3.BoolRef) ->
     """
     spec = inst.spec
     terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in options.free}
-    base = _param_constraints(inst, terms, options.where)
+    base = parameter_constraints(inst, terms, options.where)
     dummy = PathExplorer()
     env: dict[str, Any] = dict(inst.param_values)
     env.update({n: Sym(t, dummy) for n, t in terms.items()})
@@ -435,25 +435,6 @@ def _explore_case(inst: Instance, options: ParamOptions, terms: dict[str, z3.Bit
         return _search(inst, options, view, forker, solver, terms, checked, canon, plan, start, progress)
     finally:
         inst.set_choice_reduction(())
-
-
-def _param_constraints(inst: Instance, terms: dict[str, z3.BitVecRef], where: Sequence[str]) -> list[z3.BoolRef]:
-    out: list[z3.BoolRef] = []
-    for name, t in terms.items():
-        p = inst.spec.params[name]
-        out.append(t >= (p.min if p.min is not None else 0))
-        out.append(t <= (p.max if p.max is not None else (1 << (WIDTH - 2))))
-    env: dict[str, Any] = dict(inst.param_values)
-    env.update(terms)
-    for text in where:
-        try:
-            expr = eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307 - the user's own constraint over parameters
-        except Exception as exc:  # noqa: BLE001
-            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r}: {type(exc).__name__}: {exc}") from None
-        if not isinstance(expr, z3.BoolRef):
-            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r} is not a condition on free parameters")
-        out.append(expr)
-    return out
 
 
 @dataclass

@@ -651,3 +651,23 @@ def _dedupe(values: list[Any]) -> list[Any]:
             seen.add(v)
             out.append(int(v))
     return out
+
+
+def parameter_constraints(inst: Instance, terms: dict[str, z3.BitVecRef], where: Sequence[str]) -> list[z3.BoolRef]:
+    """Declared ranges of the free parameters (capped so 32-bit arithmetic cannot overflow) and ``--where``."""
+    out: list[z3.BoolRef] = []
+    for name, t in terms.items():
+        p = inst.spec.params[name]
+        out.append(t >= (p.min if p.min is not None else 0))
+        out.append(t <= (p.max if p.max is not None else (1 << (WIDTH - 2))))
+    env: dict[str, Any] = dict(inst.param_values)
+    env.update(terms)
+    for text in where:
+        try:
+            expr = eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307 - the user's own constraint over parameters
+        except Exception as exc:  # noqa: BLE001
+            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r}: {type(exc).__name__}: {exc}") from None
+        if not isinstance(expr, z3.BoolRef):
+            raise OwnershipError(Code.BAD_OPTION, f"--where {text!r} is not a condition on free parameters")
+        out.append(expr)
+    return out
