@@ -51,6 +51,13 @@ def describe_event(ev: Event) -> str | None:
     return None
 
 
+def _blank(value: Any) -> Any:
+    """A value no real cell holds, so every cell shows up as changed from it."""
+    if isinstance(value, Mapping):
+        return {k: _blank(v) for k, v in value.items()}
+    return object()
+
+
 def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
     """The trace as numbered steps with the fields each step changed.
 
@@ -58,7 +65,14 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
     step's alloc/free events instead of cell by cell; content changes stay.
     """
     lines = [f"  {'#':>3}  {'action':<32} changes"]
-    lines.append(f"  {0:>3}  {'(initial state)':<32}")
+    if trace.extra.get("cti"):
+        # The start of a counterexample to induction is arbitrary: show all of it.
+        cells = [f"{name}={_fmt(v)}" for name, _old, v in changed_fields({k: _blank(v) for k, v in trace.initial.items()}, trace.initial)]
+        wrapped = textwrap.wrap(", ".join(cells), width=WIDTH - 40) or [""]
+        lines.append(f"  {0:>3}  {'(start: satisfies every invariant)':<32} {wrapped[0]}")
+        lines.extend(f"  {'':>3}  {'':<32} {w}" for w in wrapped[1:])
+    else:
+        lines.append(f"  {0:>3}  {'(initial state)':<32}")
     hidden = set(ghosts)
     for pool in trace.extra.get("schema", {}).get("pools", []):
         hidden.update((pool["free"], pool["holders"], pool["slot"]))
