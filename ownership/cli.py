@@ -166,7 +166,13 @@ class _CheckSettings:
         return flags
 
     def engine_options(self, engine: str) -> Any:
-        """The options object of one engine."""
+        """The options object of one engine (options an engine cannot honour are refused)."""
+        if self.where and not self.free:
+            raise OwnershipError(Code.BAD_OPTION, "--where constrains free parameters: add --free")
+        if self.deadlock and (engine != "explore" or self.free):
+            raise OwnershipError(Code.BAD_OPTION, "--deadlock is supported by the explorer without --free only")
+        if engine == "bmc" and (self.max_states is not None or self.max_seconds is not None):
+            raise OwnershipError(Code.BAD_OPTION, "--max-states/--max-seconds are explorer limits; bmc takes --max-depth and --solver-timeout")
         if engine == "explore" and (self.free or self.minimize or self.maximize):
             from ownership.engines.paramexplore import ParamOptions
 
@@ -198,6 +204,7 @@ class _CheckSettings:
             minimize=self.minimize,
             maximize=self.maximize,
             invariants=self.invariants,
+            symmetry=self.symmetry,
         )
 
 

@@ -39,6 +39,8 @@ def compare(results: list[CheckResult]) -> str | None:
     decided = [r for r in results if r.verdict.name in ("VIOLATED", "PROVED")]
     if len({r.verdict for r in decided}) > 1:
         return "; ".join(f"{r.engine} says {r.verdict.name}" for r in decided)
+    if any(r.extremum is not None for r in results):
+        return None  # an optimised trace is padded to the depth bound, not a shortest one
     violated = [r for r in results if r.trace is not None and r.verdict.name == "VIOLATED"]
     if len({len(r.trace) for r in violated if r.trace is not None}) > 1:
         return "; ".join(f"{r.engine} found a {len(r.trace)}-step trace" for r in violated if r.trace is not None)

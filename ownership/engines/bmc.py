@@ -29,7 +29,7 @@ from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
 from ownership.spec.types import BoolType, Ref, RefSet
 
-from .symbolic import Path, SymbolicSpec, int_of, parameter_constraints, to_z3
+from .symbolic import COVERAGE_NOTE, Path, SymbolicSpec, int_of, parameter_constraints, to_z3
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,9 @@ class Unroller:
             hi = lo + len(ap.paths)
             act = spec.actions[ap.action]
             for d, a in zip(act.arg_domains, ap.arg_values, strict=True):
-                if getattr(d, "symmetric", False) and isinstance(a, int) and hi > lo:
+                # Page-like domains are already ordered by the alloc encoding; breaking the
+                # same symmetry twice would rule out real executions.
+                if getattr(d, "symmetric", False) and isinstance(a, int) and hi > lo and d.name not in self.sym.reduced:
                     uses.setdefault((d.name, a), []).append((lo, hi))
             lo = hi
         for (dname, e), ranges in sorted(uses.items()):
@@ -112,7 +114,7 @@ class Unroller:
         return self.steps[k]
 
     def selector(self, k: int) -> z3.BitVecRef:
-        return z3.BitVec(f"{self.prefix}sel!{k}", 16)
+        return z3.BitVec(f"{self.prefix}sel!{k}", 32)
 
     def _subst(self, k: int, j: int | None) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
         pairs = list(zip(self.sym.cells, self.state(k), strict=True))
@@ -292,7 +294,7 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     solver.add(*un.init(inst))
     solver.add(*_where(sym, options))
     opts = _opts(options)
-    notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances"]
+    notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances", COVERAGE_NOTE]
 
     def result(verdict: Verdict, reason: StopReason, depth: int, violated: str | None = None,
                trace: Trace | None = None, extra: Sequence[str] = ()) -> CheckResult:
@@ -399,9 +401,11 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     """Prove the invariants for executions of any length by k-induction (and Spacer)."""
     start = time.perf_counter()
     sym = SymbolicSpec(inst, options.free, options.symmetry)
-    _checked(sym, options)
-    # Helper invariants strengthen the induction: every invariant of the spec is assumed.
-    all_invs = list(inst.spec.invariants)
+    chosen = _checked(sym, options)
+    # The invariants proved are the chosen ones plus the helpers, which strengthen the
+    # induction; only these are assumed along the path (assuming any other would be unsound).
+    helpers = [n for n, i in inst.spec.invariants.items() if i.helper]
+    all_invs = list(dict.fromkeys([*chosen, *helpers]))
     base = Unroller(sym, prefix="b")
     base_solver = _solver(options)
     base_solver.add(*base.init(inst))
@@ -414,7 +418,8 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     def done(verdict: Verdict, reason: StopReason, depth: int, notes: Sequence[str], violated: str | None = None,
              trace: Trace | None = None) -> CheckResult:
         return CheckResult(inst.spec.name, "prove", verdict, reason, Stats(0, 0, depth, time.perf_counter() - start),
-                           shown, tuple(all_invs), violated=violated, trace=trace, options=opts, notes=tuple(notes))
+                           shown, tuple(all_invs), violated=violated, trace=trace, options=opts,
+                           notes=(*notes, COVERAGE_NOTE))
 
     for k in range(0, options.max_k + 1):
         last_k = k

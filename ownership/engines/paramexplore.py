@@ -32,7 +32,7 @@ import z3
 
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
-from ownership.engines.symbolic import WIDTH, PathExplorer, Sym, SymbolicError, parameter_constraints
+from ownership.engines.symbolic import COVERAGE_NOTE, WIDTH, PathExplorer, Sym, SymbolicError, parameter_constraints
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance
@@ -150,6 +150,16 @@ class _Forker(PathExplorer):
         value = values[self.decide(len(values))]
         self.pc.append(term == value)
         return value
+
+
+class _NoFork(PathExplorer):
+    """For code that must not branch on a free parameter (value sets, domain sizes)."""
+
+    def branch(self, cond: z3.BoolRef) -> bool:
+        raise SymbolicError(f"it branches on {cond}")
+
+    def decide(self, count: int, cond: z3.BoolRef | None = None) -> int:
+        raise SymbolicError("it makes a choice")
 
 
 class _Field:
@@ -300,11 +310,16 @@ def _size_cases(
 ) -> list[tuple[dict[str, int], z3.BoolRef, dict[str, int]]] | None:
     """Feasible domain sizes when free parameters set them, or ``None`` if none do."""
     env: dict[str, Any] = dict(inst.param_values)
-    env.update({n: Sym(t, PathExplorer()) for n, t in terms.items()})
+    env.update({n: Sym(t, _NoFork()) for n, t in terms.items()})
     params = Params(env)
     exprs: dict[str, z3.ExprRef] = {}
     for d in inst.spec.domains.values():
-        size = d.size if isinstance(d.size, int) else (env[d.size] if isinstance(d.size, str) else d.size(params))
+        try:
+            size = d.size if isinstance(d.size, int) else (env[d.size] if isinstance(d.size, str) else d.size(params))
+        except SymbolicError as exc:
+            raise OwnershipError(Code.BAD_OPTION, f"the size of domain {d.name} depends on a free parameter in a way "
+                                 f"that cannot be split into cases ({exc}); fix that parameter with --param",
+                                 inst.spec.file, inst.spec.line) from None
         if isinstance(size, Sym):
             exprs[d.name] = size.e
     if not exprs:
@@ -428,6 +443,9 @@ def _explore_case(inst: Instance, options: ParamOptions, terms: dict[str, z3.Bit
     params = Params(values)
     view = _View(inst, params, forker)
     checked = list(options.invariants) if options.invariants is not None else list(spec.invariants)
+    for n in checked:
+        if n not in spec.invariants:
+            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {n!r} (known: {', '.join(spec.invariants)})")
     plan = plan_symmetry(inst)
     canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
     inst.set_choice_reduction(plan.sorted if options.symmetry else ())
@@ -458,7 +476,6 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
     violations: list[tuple[int, str, z3.BoolRef]] = []
     transitions = 0
     depth = 0
-    want_all = options.minimize is not None or options.maximize is not None
     stop: StopReason | None = None
 
     def run(fn: Callable[[], Any], state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> list[tuple[bool, Any, list[Any], tuple[Any, ...], tuple[z3.BoolRef, ...]]]:
@@ -502,7 +519,10 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
     if first:
         violations.append((0, first[0], first[1]))
     else:
-        while frontier and not (violations and not want_all):
+        # Every reachable state is explored even after a violation: the union of violating
+        # parameter regions (for --minimize and for the region description) needs all of them,
+        # and a violating state's successors may violate for further parameter values.
+        while frontier:
             if options.max_depth is not None and depth >= options.max_depth:
                 stop = StopReason.DEPTH_LIMIT
                 break
@@ -528,7 +548,6 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                         bad = violation(new_state, new_pc)
                         if bad:
                             violations.append((nid, bad[0], bad[1]))
-                            continue  # a violating state's successors cannot widen its parameter region
                         nxt.append((nid, new_state))
                     if stop:
                         break
@@ -549,7 +568,7 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
     opts = asdict(options)
     opts["symmetry"] = bool(options.symmetry and (plan.permuted or plan.sorted))
     notes = [f"free parameters {', '.join(options.free)}: interleavings explicit, parameter values symbolic "
-             f"({solver.calls:,} solver calls)"]
+             f"({solver.calls:,} solver calls)", COVERAGE_NOTE]
     stats = Stats(len(nodes), transitions, depth, elapsed)
     if not violations:
         if stop is None:
@@ -582,11 +601,20 @@ class _Progress:
 
 def _action_instances(inst: Instance, view: _View) -> list[tuple[Any, tuple[Any, ...]]]:
     out: list[tuple[Any, tuple[Any, ...]]] = []
+    nofork = Params({k: (Sym(v.e, _NoFork()) if isinstance(v, Sym) else v) for k, v in vars(view.params).items()})
     for act in inst.spec.actions.values():
         ranges: list[list[Any]] = []
         for d in act.arg_domains:
             if isinstance(d, Values):
-                vals = list(d.values(view.params))
+                try:
+                    vals = [Sym(v.e, view._ex) if isinstance(v, Sym) else v for v in d.values(nofork)]
+                except (SymbolicError, TypeError) as exc:
+                    raise OwnershipError(
+                        Code.BAD_OPTION,
+                        f"value set {d.name} depends on a free parameter in a way that needs a branch ({exc}); "
+                        "list the values explicitly (e.g. [p.short, p.long]) or fix the parameter with --param",
+                        inst.spec.file, inst.spec.line,
+                    ) from None
                 uniq: list[Any] = []
                 for v in vals:
                     if isinstance(v, Sym) or v not in [u for u in uniq if not isinstance(u, Sym)]:

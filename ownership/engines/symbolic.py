@@ -32,11 +32,15 @@ from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 MAX_PATHS = 4096
 """Paths one action may fork into before the engine gives up on the spec."""
 
-WIDTH = 32
-"""Integers are 32-bit two's-complement bit-vectors: the whole encoding is then
+WIDTH = 64
+"""Integers are 64-bit two's-complement bit-vectors: the whole encoding is then
 bit-vector logic, which Z3 bit-blasts to SAT, far faster than mixing linear
-arithmetic with the bit-vectors that hold sets of requests.  Token counts up to
-2**31 - 1 fit (the incident's 1,048,576-token context does)."""
+arithmetic with the bit-vectors that hold sets of requests.  Python integers
+do not overflow, so every +, - and * on symbolic values adds a no-overflow
+condition to its path: an execution whose arithmetic would leave the 64-bit
+range is outside what the Z3-backed engines cover (their results say so)."""
+
+COVERAGE_NOTE = "integers are 64-bit: executions whose arithmetic would overflow them are not covered"
 
 INT = z3.BitVecSort(WIDTH)
 
@@ -171,12 +175,20 @@ class Sym:
     def __repr__(self) -> str:
         return f"Sym({self.e})"
 
-    def _bin(self, other: Any, op: Callable[[Any, Any], Any], swap: bool = False) -> Sym:
+    def _bin(self, other: Any, op: Callable[[Any, Any], Any], swap: bool = False,
+             guard: Callable[[Any, Any], list[z3.BoolRef]] | None = None) -> Sym:
         a = _arith(self.e)
         b = _term(other, a)
         if isinstance(b, z3.ExprRef):
             a, b = _align(a, b)
-        return self._wrap(op(b, a) if swap else op(a, b))
+        x, y = (b, a) if swap else (a, b)
+        if guard is not None and isinstance(x, z3.BitVecRef) and x.size() == WIDTH:
+            y_term = y if isinstance(y, z3.ExprRef) else z3.BitVecVal(int(y), WIDTH)
+            for g in guard(x, y_term):
+                g = z3.simplify(g)
+                if not z3.is_true(g):
+                    self.ex.pc.append(g)  # no overflow on this path (Python ints never wrap)
+        return self._wrap(op(x, y))
 
     # comparisons (signed: None is -1)
     def __eq__(self, other: object) -> Sym:  # type: ignore[override]
@@ -202,18 +214,18 @@ class Sym:
 
     # arithmetic
     def __add__(self, o: Any) -> Sym:
-        return self._bin(o, lambda a, b: a + b)
+        return self._bin(o, lambda a, b: a + b, guard=_add_ok)
 
     __radd__ = __add__
 
     def __sub__(self, o: Any) -> Sym:
-        return self._bin(o, lambda a, b: a - b)
+        return self._bin(o, lambda a, b: a - b, guard=_sub_ok)
 
     def __rsub__(self, o: Any) -> Sym:
-        return self._bin(o, lambda a, b: a - b, swap=True)
+        return self._bin(o, lambda a, b: a - b, swap=True, guard=_sub_ok)
 
     def __mul__(self, o: Any) -> Sym:
-        return self._bin(o, lambda a, b: a * b)
+        return self._bin(o, lambda a, b: a * b, guard=_mul_ok)
 
     __rmul__ = __mul__
 
@@ -228,7 +240,10 @@ class Sym:
         return self._bin(o, lambda a, b: a % b)
 
     def __neg__(self) -> Sym:
-        return self._wrap(-_arith(self.e))
+        e = _arith(self.e)
+        if isinstance(e, z3.BitVecRef) and e.size() == WIDTH:
+            self.ex.pc.append(e != z3.BitVecVal(-(1 << (WIDTH - 1)), WIDTH))
+        return self._wrap(-e)
 
     # bit operations (sets of elements are bit-vectors)
     def __and__(self, o: Any) -> Sym:
@@ -252,6 +267,18 @@ class Sym:
 
     def __lshift__(self, o: Any) -> Sym:
         return self._wrap(self.e << _term(o, self.e))
+
+
+def _add_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
+    return [z3.BVAddNoOverflow(a, b, True), z3.BVAddNoUnderflow(a, b)]
+
+
+def _sub_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
+    return [z3.BVSubNoOverflow(a, b), z3.BVSubNoUnderflow(a, b, True)]
+
+
+def _mul_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
+    return [z3.BVMulNoOverflow(a, b, True), z3.BVMulNoUnderflow(a, b)]
 
 
 def _eq(a: z3.ExprRef, b: Any) -> z3.BoolRef:
@@ -555,23 +582,26 @@ class SymbolicSpec:
             self.invariants[inv.name] = self._paths(_bind(inv.fn, self.view, []), f"invariant {inv.name}", inv.file)
 
     def _check_sizes_fixed(self) -> None:
+        """Domain sizes must not depend on free parameters (the unrolling has fixed width)."""
         spec = self.inst.spec
-        for name in self.free:
-            bumped = dict(self.inst.param_values)
-            bumped[name] = bumped[name] * 2 + 7
-            for d in spec.domains.values():
-                try:
-                    changed = d.resolve_size(Params(bumped)) != self.inst.sizes[d.name]
-                except Exception:  # noqa: BLE001
-                    changed = True
-                if changed:
-                    raise OwnershipError(
-                        Code.BAD_OPTION,
-                        f"--free {name}: it sets the size of domain {d.name}, which must be fixed; "
-                        f"fix {name} with --param or size {d.name} by another parameter",
-                        spec.file,
-                        spec.line,
-                    )
+        probe = PathExplorer()
+        env: dict[str, Any] = dict(self.inst.param_values)
+        env.update({n: Sym(t, probe) for n, t in self.param_terms.items()})
+        params = Params(env)
+        for d in spec.domains.values():
+            try:
+                size = d.size if isinstance(d.size, int) else (env[d.size] if isinstance(d.size, str) else d.size(params))
+                depends = isinstance(size, Sym) or bool(probe.trail)
+            except (SymbolicError, TypeError):
+                depends = True
+            if depends:
+                raise OwnershipError(
+                    Code.BAD_OPTION,
+                    f"a free parameter sets the size of domain {d.name}, which must be fixed for the Z3 engines; "
+                    "fix it with --param, or use the explorer (check --free) which splits sizes into cases",
+                    spec.file,
+                    spec.line,
+                )
 
     def _error(self, what: str, exc: Exception, file: str | None) -> OwnershipError:
         return OwnershipError(
@@ -654,14 +684,19 @@ def _dedupe(values: list[Any]) -> list[Any]:
 
 
 def parameter_constraints(inst: Instance, terms: dict[str, z3.BitVecRef], where: Sequence[str]) -> list[z3.BoolRef]:
-    """Declared ranges of the free parameters (capped so 32-bit arithmetic cannot overflow) and ``--where``."""
+    """Declared ranges of the free parameters (within the 64-bit encoding) and ``--where``."""
     out: list[z3.BoolRef] = []
+    cap = 1 << (WIDTH - 2)
     for name, t in terms.items():
         p = inst.spec.params[name]
+        if p.max is not None and p.max > cap:
+            raise OwnershipError(Code.BAD_OPTION, f"--free {name}: its declared maximum {p.max} is beyond the "
+                                 f"solver's range (at most {cap}); fix it with --param", inst.spec.file, inst.spec.line)
         out.append(t >= (p.min if p.min is not None else 0))
-        out.append(t <= (p.max if p.max is not None else (1 << (WIDTH - 2))))
+        out.append(t <= (p.max if p.max is not None else cap))
     env: dict[str, Any] = dict(inst.param_values)
     env.update(terms)
+    env.update({"And": z3.And, "Or": z3.Or, "Not": z3.Not})
     for text in where:
         try:
             expr = eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307 - the user's own constraint over parameters

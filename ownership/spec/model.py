@@ -43,7 +43,7 @@ def ceil_div(a: int, b: int) -> int:
 class Params:
     """Read-only parameter values, reached in spec code as ``s.params.NAME``."""
 
-    def __init__(self, values: Mapping[str, int]) -> None:
+    def __init__(self, values: Mapping[str, Any]) -> None:
         self.__dict__.update(values)
 
     def __setattr__(self, key: str, value: object) -> None:
