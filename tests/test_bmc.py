@@ -146,3 +146,29 @@ def test_solver_unknown_exits_3() -> None:
 def test_free_parameter_that_sizes_a_domain_is_refused() -> None:
     with pytest.raises(OwnershipError, match="sets the size of domain"):
         bmc(instance("toy_safe_counter"), BmcOptions(free=("pages",)))
+
+
+def test_symmetry_is_not_broken_twice_for_page_domains() -> None:
+    inst = Instance(load_spec(SOLVER / "page_argument_and_alloc.py"))
+    e = explore(inst)
+    b = bmc(Instance(load_spec(SOLVER / "page_argument_and_alloc.py")), BmcOptions(max_depth=5))
+    assert e.verdict is Verdict.VIOLATED and b.verdict is Verdict.VIOLATED
+    assert e.trace is not None and b.trace is not None and len(b.trace) == len(e.trace)
+
+
+def test_large_products_do_not_wrap() -> None:
+    from ownership.engines.paramexplore import ParamOptions, explore_params
+
+    path = SOLVER / "overflow_product.py"
+    assert bmc(Instance(load_spec(path)), BmcOptions(max_depth=3, free=("P",))).verdict is Verdict.VIOLATED
+    r = explore_params(Instance(load_spec(path)), ParamOptions(free=("P",), minimize="P"))
+    assert r.extremum == ("P", 2**31 // 4)
+    assert any("64-bit" in n for n in r.notes)
+
+
+def test_prove_only_the_chosen_invariant() -> None:
+    path = SOLVER / "two_invariants.py"
+    r = prove(Instance(load_spec(path)), BmcOptions(invariants=("nonneg",)))
+    assert r.verdict is Verdict.PROVED and r.invariants == ("nonneg",)
+    r = prove(Instance(load_spec(path)), BmcOptions())
+    assert r.verdict is Verdict.VIOLATED and r.violated == "below_two"
