@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,7 +32,15 @@ import z3
 
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
-from ownership.engines.symbolic import COVERAGE_NOTE, WIDTH, PathExplorer, Sym, SymbolicError, parameter_constraints
+from ownership.engines.symbolic import (
+    COVERAGE_NOTE,
+    WIDTH,
+    PathExplorer,
+    Sym,
+    SymbolicError,
+    SymField,
+    parameter_constraints,
+)
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance
@@ -162,44 +170,6 @@ class _NoFork(PathExplorer):
         raise SymbolicError("it makes a choice")
 
 
-class _Field:
-    __slots__ = ("view", "off", "shape", "strides")
-
-    def __init__(self, view: _View, off: int, shape: tuple[int, ...]) -> None:
-        self.view = view
-        self.off = off
-        self.shape = shape
-        strides = []
-        acc = 1
-        for d in reversed(shape):
-            strides.append(acc)
-            acc *= d
-        self.strides = tuple(reversed(strides))
-
-    def _pos(self, key: Any) -> int:
-        keys = key if isinstance(key, tuple) else (key,)
-        pos = self.off
-        for k, n, st in zip(keys, self.shape, self.strides, strict=True):
-            k = int(k) if not isinstance(k, int) else k
-            if not 0 <= k < n:
-                raise IndexError(f"index {k} out of range 0..{n - 1}")
-            pos += k * st
-        return pos
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.view.get(self._pos(key))
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.view.put(self._pos(key), value)
-
-    def __iter__(self) -> Iterator[Any]:
-        for i in range(self.shape[0]):
-            yield self.view.get(self.off + i)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-
 class _View:
     """Spec code's ``s``: concrete cells as Python values, parameter-dependent ones as terms."""
 
@@ -217,13 +187,13 @@ class _View:
             if not lay.shape:
                 self._scalars[lay.name] = lay.offset
             else:
-                object.__setattr__(self, lay.name, _Field(self, lay.offset, lay.shape))
+                object.__setattr__(self, lay.name, SymField(self, lay.offset, lay.shape))
 
-    def get(self, pos: int) -> Any:
+    def read_cell(self, pos: int) -> Any:
         v = self.cur[pos]
         return Sym(v, self._ex) if isinstance(v, z3.ExprRef) else v
 
-    def put(self, pos: int, value: Any) -> None:
+    def write_cell(self, pos: int, value: Any) -> None:
         if isinstance(value, Sym):
             e = z3.simplify(value.e)
             value = e.as_signed_long() if isinstance(e, z3.BitVecNumRef) else (
@@ -233,12 +203,12 @@ class _View:
     def __getattr__(self, name: str) -> Any:
         scalars = object.__getattribute__(self, "_scalars")
         if name in scalars:
-            return self.get(scalars[name])
+            return self.read_cell(scalars[name])
         raise AttributeError(f"spec has no state variable or view method {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._scalars:
-            self.put(self._scalars[name], value)
+            self.write_cell(self._scalars[name], value)
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 

@@ -25,7 +25,7 @@ from typing import Any
 import z3
 
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance
+from ownership.spec.instance import Instance, strides
 from ownership.spec.model import Disabled, Domain, Params, Values
 from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 
@@ -358,16 +358,11 @@ class SymField:
 
     __slots__ = ("view", "off", "shape", "strides")
 
-    def __init__(self, view: SymView, off: int, shape: tuple[int, ...]) -> None:
+    def __init__(self, view: Any, off: int, shape: tuple[int, ...]) -> None:
         self.view = view
         self.off = off
         self.shape = shape
-        strides = []
-        acc = 1
-        for d in reversed(shape):
-            strides.append(acc)
-            acc *= d
-        self.strides = tuple(reversed(strides))
+        self.strides = strides(shape)
 
     def _pos(self, key: Any) -> int:
         keys = key if isinstance(key, tuple) else (key,)

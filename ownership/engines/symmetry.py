@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ownership.spec.instance import Instance, State
+from ownership.spec.instance import strides as layout_strides
 from ownership.spec.types import Ref, RefSet
 
 MAX_PERMUTED = 6
@@ -129,12 +130,7 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
     for v in spec.vars.values():
         lay = inst.layouts[v.name]
         names = [d.name for d in v.index]
-        strides = []
-        acc = 1
-        for n in reversed(lay.shape):
-            strides.append(acc)
-            acc *= n
-        strides.reverse()
+        strides = list(layout_strides(lay.shape))
         sort_axis = next((a for a, n in enumerate(names) if n in sort_doms), None)
         other_axes = [a for a in range(len(names)) if a != sort_axis]
         for cell in itertools.product(*[range(lay.shape[a]) for a in other_axes]):

@@ -69,6 +69,16 @@ class Layout:
         return n
 
 
+def strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides of a table with this shape (the layout of every indexed variable)."""
+    out: list[int] = []
+    acc = 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
 class Field1:
     """``s.var[i]`` for a variable indexed by one domain.
 
@@ -114,12 +124,7 @@ class FieldN:
         self.off = off
         self.shape = shape
         self.reads = reads
-        strides = []
-        acc = 1
-        for d in reversed(shape):
-            strides.append(acc)
-            acc *= d
-        self.strides = tuple(reversed(strides))
+        self.strides = strides(shape)
 
     def _pos(self, key: tuple[int, ...]) -> int:
         if not isinstance(key, tuple) or len(key) != len(self.shape):
