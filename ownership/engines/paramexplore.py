@@ -43,7 +43,7 @@ from ownership.engines.symbolic import (
 )
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance
+from ownership.spec.instance import Instance, ViewBase
 from ownership.spec.model import Disabled, Domain, Params, Values
 
 MAX_VALUES = 256
@@ -170,11 +170,10 @@ class _NoFork(PathExplorer):
         raise SymbolicError("it makes a choice")
 
 
-class _View:
+class _View(ViewBase):
     """Spec code's ``s``: concrete cells as Python values, parameter-dependent ones as terms."""
 
     symbolic = False
-    recording = False
 
     def __init__(self, inst: Instance, params: Params, forker: _Forker) -> None:
         object.__setattr__(self, "_inst", inst)
@@ -212,15 +211,6 @@ class _View:
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 
-    def all(self, domain: Domain) -> range:
-        return range(self._inst.sizes[domain.name])
-
-    def size(self, domain: Domain) -> int:
-        return self._inst.sizes[domain.name]
-
-    def name_of(self, domain: Domain, element: Any) -> str:
-        return "-" if element is None else self._inst.names[domain.name][element]
-
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:
             raise Disabled
@@ -230,17 +220,6 @@ class _View:
         self.picks.append(value)
         return value
 
-    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
-        return None
-
-    def terminal(self) -> bool:
-        done = self._inst.spec.done
-        if done is None:
-            raise SymbolicError("no @spec.terminal predicate declared")
-        return bool(done(self))
-
-    def checks(self, invariant: str) -> bool:
-        return invariant in self._inst.spec.invariants
 
 
 def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) -> CheckResult:

@@ -25,7 +25,7 @@ from typing import Any
 import z3
 
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, strides
+from ownership.spec.instance import Instance, ViewBase, strides
 from ownership.spec.model import Disabled, Domain, Params, Values
 from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 
@@ -393,14 +393,14 @@ class SymField:
         return self.shape[0]
 
 
-class SymView:
+class SymView(ViewBase):
     """The ``s`` that spec code receives during symbolic execution."""
 
     symbolic = True
-    recording = False
 
     def __init__(self, enc: SymbolicSpec) -> None:
         object.__setattr__(self, "_enc", enc)
+        object.__setattr__(self, "_inst", enc.inst)
         object.__setattr__(self, "params", enc.params)
         object.__setattr__(self, "_scalars", {})
         object.__setattr__(self, "writes", {})
@@ -452,18 +452,6 @@ class SymView:
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 
-    # what spec code calls
-    def all(self, domain: Domain) -> range:
-        return range(self._enc.inst.sizes[domain.name])
-
-    def size(self, domain: Domain) -> int:
-        return self._enc.inst.sizes[domain.name]
-
-    def name_of(self, domain: Domain, element: Any) -> str:
-        if isinstance(element, Sym):
-            return "?"
-        return "-" if element is None else self._enc.inst.names[domain.name][element]
-
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:
             raise Disabled
@@ -471,18 +459,6 @@ class SymView:
         value = options[idx]
         self.picks.append(value)
         return value
-
-    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
-        return None
-
-    def terminal(self) -> bool:
-        done = self._enc.inst.spec.done
-        if done is None:
-            raise SymbolicError("no @spec.terminal predicate declared")
-        return bool(done(self))
-
-    def checks(self, invariant: str) -> bool:
-        return invariant in self._enc.inst.spec.invariants
 
     # for vocabulary encodings
     def fresh(self, name: str, sort: z3.SortRef) -> z3.ExprRef:

@@ -145,7 +145,48 @@ class FieldN:
         self.cur[self._pos(key)] = value
 
 
-class View:
+class ViewBase:
+    """What every engine's ``s`` offers spec code besides its state cells.
+
+    Subclasses set ``_inst`` (the :class:`Instance`); the concrete view, the
+    symbolic view and the parametric explorer's view differ only in how cells
+    are stored.
+    """
+
+    _inst: Instance
+    recording = False
+
+    def all(self, domain: Domain) -> range:
+        """Every element of ``domain`` (as indices)."""
+        return range(self._inst.sizes[domain.name])
+
+    def size(self, domain: Domain) -> int:
+        """Number of elements of ``domain``."""
+        return self._inst.sizes[domain.name]
+
+    def name_of(self, domain: Domain, element: Any) -> str:
+        """Display name of an element (``"-"`` for None, ``"?"`` for a symbolic one)."""
+        if element is None:
+            return "-"
+        return self._inst.names[domain.name][element] if isinstance(element, int) else "?"
+
+    def terminal(self) -> bool:
+        """The spec's ``@spec.terminal`` predicate on this state (nothing in flight)."""
+        done = self._inst.spec.done
+        if done is None:
+            raise OwnershipError(Code.SPEC_INVALID, "no @spec.terminal predicate declared", self._inst.spec.file, self._inst.spec.line)
+        return bool(done(self))
+
+    def checks(self, invariant: str) -> bool:
+        """Whether the spec checks ``invariant`` (events only flag what is checked)."""
+        return invariant in self._inst.spec.invariants
+
+    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
+        """Record an event for the trace picture; only views that record keep it."""
+        return None
+
+
+class View(ViewBase):
     """The ``s`` that actions and invariants receive.
 
     Variables are attributes (``s.d_state[r]``, ``s.clock``), parameters are
@@ -192,30 +233,6 @@ class View:
             self.cur[self._scalars[name]] = value
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
-
-    # -- what spec code calls ---------------------------------------------
-    def all(self, domain: Domain) -> range:
-        """Every element of ``domain`` (as indices)."""
-        return range(self._inst.sizes[domain.name])
-
-    def size(self, domain: Domain) -> int:
-        """Number of elements of ``domain``."""
-        return self._inst.sizes[domain.name]
-
-    def name_of(self, domain: Domain, element: int | None) -> str:
-        """Display name of an element (``"-"`` for None)."""
-        return "-" if element is None else self._inst.names[domain.name][element]
-
-    def terminal(self) -> bool:
-        """The spec's ``@spec.terminal`` predicate on this state (nothing in flight)."""
-        done = self._inst.spec.done
-        if done is None:
-            raise OwnershipError(Code.SPEC_INVALID, "no @spec.terminal predicate declared", self._inst.spec.file, self._inst.spec.line)
-        return bool(done(self))
-
-    def checks(self, invariant: str) -> bool:
-        """Whether the spec checks ``invariant`` (events only flag what is checked)."""
-        return invariant in self._inst.spec.invariants
 
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         """Nondeterministic choice: every option is explored as its own successor.
