@@ -449,28 +449,36 @@ class Instance:
                 prefix.clear()
             if events:
                 events.clear()
+            fired = True
             try:
                 ai.action.fn(view, *ai.args)
             except Disabled:
-                if picks:
-                    for sc in self.successors_of(state, ai):
-                        out.append((ai, sc))
-                elif reads:
-                    getter = itemgetter(*reads)
-                    footprints[ai.index] = (getter, getter(state))
-                continue
+                if not picks:
+                    if reads:
+                        getter = itemgetter(*reads)
+                        footprints[ai.index] = (getter, getter(state))
+                    continue
+                fired = False
             except OwnershipError:
                 raise
             except Exception as exc:  # noqa: BLE001 - spec code is user code
                 raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
-            if picks:
-                for sc in self.successors_of(state, ai):
-                    out.append((ai, sc))
-            else:
+            if not picks:
                 out.append((ai, Successor(tuple(cur), (), tuple(events))))
+                continue
+            # The run above took the first option at every choice: keep it and run the
+            # alternatives, in the order successors_of would (the search order stays the same).
+            found: list[Successor] = []
+            if fired:
+                found.append(Successor(tuple(cur), tuple(view._chosen), tuple(events)))
+            alternatives = [
+                tuple(picks[:pos]) + (alt,) for pos in range(len(picks)) for alt in range(counts[pos] - 1, 0, -1)
+            ]
+            self._run(state, ai, found, alternatives)
+            out.extend((ai, sc) for sc in found)
         return out
 
-    def _run(self, state: State, ai: ActionInstance, out: list[Successor]) -> None:
+    def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None) -> None:
         view = self.view
         cur = view.cur
         fn = ai.action.fn
@@ -479,7 +487,8 @@ class Instance:
         counts = view._counts
         prefix_list = view._prefix
         chosen = view._chosen
-        pending: list[tuple[int, ...]] = [()]
+        if pending is None:
+            pending = [()]
         while pending:
             prefix = pending.pop()
             cur[:] = state
