@@ -23,7 +23,10 @@ SMALL = [
     ("toy_double_free", {}),
     ("toy_safe_counter", {}),
     ("toy_deadlock", {}),
+    # Every library spec, at one request (the solver is too slow at the default two).
     ("sglang_single_node", {"requests": 1}),
+    ("sglang_disagg_v0_5_21", {"requests": 1}),
+    ("sglang_disagg_v0_5_22", {"requests": 1}),
 ]
 
 
