@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ownership.core.trace import Trace
+from ownership.engines.explore import explore
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec
 
@@ -25,3 +27,11 @@ def instance(name: str, **params: int) -> Instance:
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="module")
+def trace() -> Trace:
+    """The v0.5.21 counterexample at default size (what the renderers draw)."""
+    result = explore(instance("sglang_disagg_v0_5_21"))
+    assert result.trace is not None
+    return result.trace

@@ -11,19 +11,6 @@ import pytest
 
 from ownership.core.itf import ACTION_TAKEN, NONDET_PICKS, to_itf_value, trace_to_itf, write_itf
 from ownership.core.trace import Trace
-from ownership.engines.explore import explore
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
-
-ROOT = Path(__file__).resolve().parents[1]
-SPEC = ROOT / "specs" / "sglang_disagg_v0_5_21.py"
-
-
-@pytest.fixture(scope="module")
-def trace() -> Trace:
-    result = explore(Instance(load_spec(str(SPEC))))
-    assert result.trace is not None
-    return result.trace
 
 
 @pytest.fixture(scope="module")

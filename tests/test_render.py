@@ -12,24 +12,13 @@ from pathlib import Path
 import pytest
 
 from ownership.core.trace import Step, Trace
-from ownership.engines.explore import explore
 from ownership.errors import Code, OwnershipError
 from ownership.render import graphviz_bin
 from ownership.render.dot import RED, trace_to_dot
 from ownership.render.files import write_counterexample
-from ownership.spec.instance import Event, Instance
-from ownership.spec.loader import load_spec
+from ownership.spec.instance import Event
 
-ROOT = Path(__file__).resolve().parents[1]
-SPEC = ROOT / "specs" / "sglang_disagg_v0_5_21.py"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(scope="module")
-def trace() -> Trace:
-    result = explore(Instance(load_spec(str(SPEC))))
-    assert result.trace is not None
-    return result.trace
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,7 @@ from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.engines.symbolic import (
     COVERAGE_NOTE,
     WIDTH,
+    CellView,
     PathExplorer,
     Sym,
     SymbolicError,
@@ -43,7 +44,7 @@ from ownership.engines.symbolic import (
 )
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, ViewBase
+from ownership.spec.instance import Instance
 from ownership.spec.model import Disabled, Domain, Params, Values
 
 MAX_VALUES = 256
@@ -170,7 +171,7 @@ class _NoFork(PathExplorer):
         raise SymbolicError("it makes a choice")
 
 
-class _View(ViewBase):
+class _View(CellView):
     """Spec code's ``s``: concrete cells as Python values, parameter-dependent ones as terms."""
 
     symbolic = False
@@ -198,18 +199,6 @@ class _View(ViewBase):
             value = e.as_signed_long() if isinstance(e, z3.BitVecNumRef) else (
                 z3.is_true(e) if z3.is_bool(e) and (z3.is_true(e) or z3.is_false(e)) else e)
         self.cur[pos] = value
-
-    def __getattr__(self, name: str) -> Any:
-        scalars = object.__getattribute__(self, "_scalars")
-        if name in scalars:
-            return self.read_cell(scalars[name])
-        raise AttributeError(f"spec has no state variable or view method {name!r}")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._scalars:
-            self.write_cell(self._scalars[name], value)
-            return
-        raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:

@@ -393,7 +393,35 @@ class SymField:
         return self.shape[0]
 
 
-class SymView(ViewBase):
+class CellView(ViewBase):
+    """A view whose cells are read and written through ``read_cell``/``write_cell``.
+
+    Scalars are attributes; tables are :class:`SymField` objects set by the
+    subclass.  Shared by the symbolic view and the parametric explorer's view.
+    """
+
+    _scalars: dict[str, int]
+
+    def read_cell(self, pos: int) -> Any:
+        raise NotImplementedError
+
+    def write_cell(self, pos: int, value: Any) -> None:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        scalars = object.__getattribute__(self, "_scalars")
+        if name in scalars:
+            return self.read_cell(scalars[name])
+        raise AttributeError(f"spec has no state variable or view method {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._scalars:
+            self.write_cell(self._scalars[name], value)
+            return
+        raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
+
+
+class SymView(CellView):
     """The ``s`` that spec code receives during symbolic execution."""
 
     symbolic = True
@@ -439,18 +467,6 @@ class SymView(ViewBase):
 
     def layout(self, var: str) -> Any:
         return self._enc.inst.layouts[var]
-
-    def __getattr__(self, name: str) -> Any:
-        scalars = object.__getattribute__(self, "_scalars")
-        if name in scalars:
-            return self.read_cell(scalars[name])
-        raise AttributeError(f"spec has no state variable or view method {name!r}")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._scalars:
-            self.write_cell(self._scalars[name], value)
-            return
-        raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:
