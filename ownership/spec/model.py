@@ -128,11 +128,16 @@ class Derived:
     name: str
     formula: str
     doc: str = ""
+    code: Any = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        # Compiled once: actions call the formula on every step.
+        object.__setattr__(self, "code", compile(self.formula, f"<derived {self.name}>", "eval"))
 
     def evaluate(self, params: Params | dict[str, Any]) -> Any:
         """The value for these parameter values (ints, or solver terms for free parameters)."""
         env = params if isinstance(params, dict) else vars(params)
-        return eval(self.formula, {"__builtins__": {}, "min": min, "max": max, "ceil_div": ceil_div}, dict(env))  # noqa: S307
+        return eval(self.code, {"__builtins__": {}, "min": min, "max": max, "ceil_div": ceil_div}, dict(env))  # noqa: S307
 
     def __call__(self, s: Any) -> Any:
         return self.evaluate(s.params)
