@@ -99,7 +99,9 @@ class _Progress:
     def __call__(self, p: Any) -> None:
         if not self.enabled or p.seconds < 1.0:
             return
-        if not p.states:  # solver engines report depth and time only
+        if hasattr(p, "examples"):  # the random engine
+            line = f"  ... {p.examples:,} examples, {p.steps:,} steps, {p.states:,} distinct states, {p.seconds:.0f}s"
+        elif not p.states:  # solver engines report depth and time only
             line = f"  ... unrolled {p.depth} steps, {p.seconds:.0f}s"
         else:
             rate = p.states / p.seconds if p.seconds else 0.0
@@ -139,8 +141,13 @@ class _CheckSettings:
     where: tuple[str, ...] = ()
     minimize: str | None = None
     maximize: str | None = None
+    explain: bool = False
+    seed: int | None = None
+    max_examples: int | None = None
+    steps: int | None = None
+    derandomize: bool = False
 
-    def reproduce_flags(self) -> list[str]:
+    def reproduce_flags(self, result: Any = None) -> list[str]:
         flags: list[str] = []
         if self.engine != "explore":
             flags += ["--engine", self.engine]
@@ -163,6 +170,21 @@ class _CheckSettings:
             flags += ["--minimize", self.minimize]
         if self.maximize:
             flags += ["--maximize", self.maximize]
+        if self.explain:
+            flags.append("--explain")
+        if self.max_examples is not None:
+            flags += ["--max-examples", str(self.max_examples)]
+        if self.steps is not None:
+            flags += ["--steps", str(self.steps)]
+        if self.derandomize:
+            flags.append("--derandomize")
+        else:
+            # The random engine's seed (the one it drew, when none was given) reproduces its run.
+            seed = self.seed
+            if seed is None and result is not None and result.engine == "hypothesis":
+                seed = result.options.get("seed")
+            if seed is not None:
+                flags += ["--seed", str(seed)]
         return flags
 
     def engine_options(self, engine: str) -> Any:
@@ -171,6 +193,24 @@ class _CheckSettings:
             raise OwnershipError(Code.BAD_OPTION, "--where constrains free parameters: add --free")
         if self.deadlock and (engine != "explore" or self.free):
             raise OwnershipError(Code.BAD_OPTION, "--deadlock is supported by the explorer without --free only")
+        random_only = self.seed is not None or self.max_examples is not None or self.steps is not None or self.derandomize
+        if engine == "hypothesis":
+            if self.free or self.max_states is not None or self.max_seconds is not None or self.max_depth is not None:
+                raise OwnershipError(
+                    Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed and --derandomize (not --free or explorer limits)"
+                )
+            from ownership.engines.stateful import HypothesisOptions
+
+            defaults = HypothesisOptions()
+            return HypothesisOptions(
+                max_examples=self.max_examples if self.max_examples is not None else defaults.max_examples,
+                steps=self.steps if self.steps is not None else defaults.steps,
+                seed=self.seed,
+                derandomize=self.derandomize,
+                invariants=self.invariants,
+            )
+        if random_only and self.engine != "all":
+            raise OwnershipError(Code.BAD_OPTION, "--seed/--max-examples/--steps/--derandomize are options of --engine hypothesis")
         if engine == "bmc" and (self.max_states is not None or self.max_seconds is not None):
             raise OwnershipError(Code.BAD_OPTION, "--max-states/--max-seconds are explorer limits; bmc takes --max-depth and --solver-timeout")
         if engine == "explore" and (self.free or self.minimize or self.maximize):
@@ -208,8 +248,13 @@ class _CheckSettings:
         )
 
 
-def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False) -> tuple[ExitCode, Any]:
-    """Load, check, print and (for a violation) save one spec; returns its exit code."""
+def _run_check(
+    spec_path: Path, settings: _CheckSettings, *, quiet: bool = False, record: list[Any] | None = None
+) -> tuple[ExitCode, Any]:
+    """Load, check, print and (for a violation) save one spec; returns its exit code.
+
+    ``record`` collects the CI reports' record of the run (see ``ownership.render.ci``).
+    """
     from ownership.engines import ENGINE_NAMES, compare, run_engine
     from ownership.render.text import reproduce_command, result_report
     from ownership.spec.instance import Instance
@@ -219,7 +264,7 @@ def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False
     inst = Instance(spec, settings.params)
     if settings.engine not in ENGINE_NAMES:
         raise OwnershipError(Code.BAD_OPTION, f"unknown engine {settings.engine!r} (available: {', '.join(ENGINE_NAMES)})")
-    engines = ["explore", "bmc"] if settings.engine == "all" else [settings.engine]
+    engines = ["explore", "bmc", "hypothesis"] if settings.engine == "all" else [settings.engine]
     results = []
     for engine in engines:
         progress = _Progress(settings.progress and not quiet)
@@ -240,6 +285,9 @@ def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False
         typer.echo(line)
     for other in results[1:]:
         typer.echo(f"  agrees: {other.engine} says {other.verdict.name}: {other.coverage()}")
+    if settings.explain and result.trace is not None:
+        _explain(spec, result, settings)
+    written: list[Path] = []
     if result.trace is not None:
         out_dir = settings.out if settings.out is not None else Path("counterexamples") / spec.name
         from ownership.render.files import write_counterexample
@@ -255,8 +303,12 @@ def _run_check(spec_path: Path, settings: _CheckSettings, *, quiet: bool = False
         typer.echo(f"  replay: ownership replay {out_dir / 'trace.json'}")
     typer.echo(
         "  reproduce: "
-        + reproduce_command(str(spec_path), inst.param_values, spec.default_params(), settings.reproduce_flags())
+        + reproduce_command(str(spec_path), inst.param_values, spec.default_params(), settings.reproduce_flags(result))
     )
+    if record is not None:
+        from ownership.render.ci import spec_run
+
+        record.append(spec_run(spec, spec_path, result, files=written))
     return result.exit_code, result
 
 
@@ -264,13 +316,29 @@ ParamOpt = Annotated[
     list[str] | None,
     typer.Option("--param", "-p", help="Set a spec parameter: NAME=VALUE (repeatable)."),
 ]
+JunitOpt = Annotated[
+    Path | None,
+    typer.Option("--junit", help="Also write a JUnit XML report: a test case per spec and invariant, the trace as failure text."),
+]
+SarifOpt = Annotated[
+    Path | None,
+    typer.Option("--sarif", help="Also write a SARIF 2.1.0 log: each violation at the spec line of the action that breaks it."),
+]
+JsonOpt = Annotated[
+    Path | None,
+    typer.Option("--json", help="Also write machine-readable results: verdict, stop reason, coverage, statistics, files."),
+]
 
 
 @app.command()
 def check(
     specs: Annotated[list[Path], typer.Argument(help="Spec files (Python modules defining `spec`).")],
-    engine: Annotated[str, typer.Option(help="explore (exhaustive breadth-first), bmc (Z3 bounded model checking), or all (both, compared).")] = "explore",
+    engine: Annotated[str, typer.Option(help="explore (exhaustive breadth-first), bmc (Z3 bounded model checking), hypothesis (random interleavings, shrunk), or all (every engine, compared).")] = "explore",
     param: ParamOpt = None,
+    seed: Annotated[int | None, typer.Option(help="hypothesis: random seed (a run without one prints the seed it drew).")] = None,
+    max_examples: Annotated[int | None, typer.Option(help="hypothesis: number of random examples (default 200).")] = None,
+    steps: Annotated[int | None, typer.Option(help="hypothesis: steps per example (default 50).")] = None,
+    derandomize: Annotated[bool, typer.Option("--derandomize", help="hypothesis: same examples on every run (CI mode).")] = False,
     max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
     max_states: Annotated[int | None, typer.Option(help="Stop after this many distinct states.")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
@@ -286,6 +354,10 @@ def check(
     where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters, e.g. 'prompt_tokens <= context_len'.")] = None,
     minimize: Annotated[str | None, typer.Option(help="Report the smallest value of this free parameter that violates.")] = None,
     maximize: Annotated[str | None, typer.Option(help="Report the largest value of this free parameter that violates.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Under a counterexample, say what every path to the violation has in common (state graph, bounded by --max-states).")] = False,
+    junit: JunitOpt = None,
+    sarif: SarifOpt = None,
+    json_out: JsonOpt = None,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
@@ -298,14 +370,74 @@ def check(
     settings = _CheckSettings(
         engine, _parse_params(param), max_depth, max_states, max_seconds, symmetry, deadlock,
         tuple(invariant) if invariant else None, out, formats, render, progress,
-        solver_timeout, tuple(free or ()), tuple(where or ()), minimize, maximize,
+        solver_timeout, tuple(free or ()), tuple(where or ()), minimize, maximize, explain=explain,
+        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize,
     )
+    from ownership.render.ci import reporting
+
     worst = ExitCode.OK
-    for i, spec_path in enumerate(specs):
-        if i:
-            typer.echo("")
-        code, _ = _run_check(spec_path, settings)
-        worst = _worse(worst, code)
+    runs: list[Any] = []
+    with reporting(runs, command="check", junit=junit, sarif=sarif, json_path=json_out):
+        for i, spec_path in enumerate(specs):
+            if i:
+                typer.echo("")
+            code, _ = _run_check(spec_path, settings, record=runs)
+            worst = _worse(worst, code)
+    raise typer.Exit(int(worst))
+
+
+def _explain(spec: Any, result: Any, settings: _CheckSettings) -> None:
+    """``--explain``: the diagnosis of the violated invariant, under the counterexample."""
+    from ownership.engines.diagnose import DiagnoseOptions, diagnose_result
+    from ownership.render.text import explain_report
+
+    if result.violated not in spec.invariants:
+        typer.echo(f"\n  Explanation: not available for {result.violated} (only invariant violations are diagnosed)")
+        return
+    options = DiagnoseOptions(symmetry=settings.symmetry, **({"max_states": settings.max_states} if settings.max_states else {}))
+    for line in explain_report(diagnose_result(spec, result, options)):
+        typer.echo(line)
+
+
+@app.command()
+def report(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    engine: Annotated[list[str] | None, typer.Option("--engine", help="Engine to run (repeatable): explore (default), bmc.")] = None,
+    param: ParamOpt = None,
+    max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
+    max_states: Annotated[int | None, typer.Option(help="explore: stop after this many distinct states (also bounds the diagnosis).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="explore: stop after this many seconds.")] = None,
+    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
+    solver_timeout: Annotated[float | None, typer.Option(help="bmc: seconds per solver call.")] = None,
+) -> None:
+    """Write a self-contained HTML design-review report: verdicts, pictures, steps, spec source, diagnosis."""
+    from ownership.render.html import build_section, render_report
+
+    engines = list(dict.fromkeys(engine or ["explore"]))
+    for e in engines:
+        if e not in ("explore", "bmc"):
+            raise OwnershipError(Code.BAD_OPTION, f"--engine {e!r}: the report runs explore and/or bmc")
+    params = _parse_params(param)
+    sections = []
+    worst = ExitCode.OK
+    for spec_path in specs:
+        settings = [
+            _CheckSettings(e, params, max_depth, max_states if e == "explore" else None, max_seconds if e == "explore" else None,
+                           symmetry, False, None, None, ("svg",), False, True, solver_timeout)
+            for e in engines
+        ]
+        runs = []
+        for s in settings:
+            code, result = _run_check(spec_path, s, quiet=True)
+            worst = _worse(worst, code)
+            runs.append((result, s.reproduce_flags()))
+        sections.append(build_section(spec_path, runs, params, max_states=max_states, symmetry=symmetry))
+        typer.echo(f"{spec_path}: " + ", ".join(f"{r.engine} {r.verdict.name}" for r, _ in runs))
+    command = "ownership report " + " ".join(str(p) for p in specs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(sections, command=command), encoding="utf-8")
+    typer.echo(f"wrote {out}")
     raise typer.Exit(int(worst))
 
 
@@ -336,6 +468,50 @@ def list_specs(
             n + (" (helper)" if i.helper else "") for n, i in spec.invariants.items()))
         typer.echo(f"  actions:    {', '.join(spec.actions)}")
         typer.echo("")
+
+
+@app.command()
+def mbt(
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC", help="The spec the implementation must follow.")],
+    adapter: Annotated[str, typer.Option(help="The adapter: module:Class or path/to/file.py:Class.")],
+    param: ParamOpt = None,
+    max_examples: Annotated[int, typer.Option(help="Number of random examples.")] = 100,
+    steps: Annotated[int, typer.Option(help="Steps per example.")] = 30,
+    seed: Annotated[int | None, typer.Option(help="Random seed (a run without one prints the seed it drew).")] = None,
+    derandomize: Annotated[bool, typer.Option("--derandomize", help="Same examples on every run (CI mode).")] = False,
+    out: Annotated[Path | None, typer.Option(help="Directory for the spec side of a failing run (trace.json, picture).")] = None,
+) -> None:
+    """Model-based test: drive an implementation and SPEC in lock step; fail at the first step they disagree."""
+    from ownership.render.text import headline
+    from ownership.spec.loader import load_spec
+    from ownership.testing.mbt import MBTOptions, load_adapter, run_mbt
+
+    if max_examples < 1 or steps < 1:
+        raise OwnershipError(Code.BAD_OPTION, "--max-examples and --steps must be at least 1")
+    cls = load_adapter(adapter)
+    spec = load_spec(spec_path)
+    result = run_mbt(
+        cls, MBTOptions(max_examples=max_examples, steps=steps, seed=seed, derandomize=derandomize),
+        spec=spec, params=_parse_params(param),
+    )
+    typer.echo(headline(result))
+    typer.echo(f"  {result.coverage()}")
+    for note in result.notes:
+        typer.echo(f"  ({note})")
+    if result.reproduction:
+        typer.echo("")
+        for line in result.reproduction.splitlines():
+            typer.echo(line)
+    if result.trace is not None and len(result.trace):
+        from ownership.render.files import write_counterexample
+
+        out_dir = out if out is not None else Path("counterexamples") / f"{spec.name}-mbt"
+        written = write_counterexample(result.trace, out_dir, formats=())
+        typer.echo(f"\n  spec side of the failing run: {', '.join(str(p) for p in written)}")
+    flags = [f"--adapter {adapter}", f"--max-examples {max_examples}", f"--steps {steps}"]
+    flags.append("--derandomize" if derandomize else f"--seed {result.options.get('seed')}")
+    typer.echo(f"  reproduce: ownership mbt {spec_path} {' '.join(flags)}")
+    raise typer.Exit(int(result.exit_code))
 
 
 @app.command()
@@ -412,8 +588,14 @@ def test_specs(
     param: ParamOpt = None,
     max_seconds: Annotated[float | None, typer.Option(help="Per-spec time limit (a spec that hits it fails).")] = None,
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
+    out: Annotated[Path | None, typer.Option(help="Write each counterexample (trace.json/.dot/.svg) to OUT/<spec>/; default: none written.")] = None,
+    junit: JunitOpt = None,
+    sarif: SarifOpt = None,
+    json_out: JsonOpt = None,
 ) -> None:
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
+    from ownership.core.expectation import judge
+    from ownership.render.ci import reporting, skipped_run, spec_run
     from ownership.spec.loader import spec_files
 
     params = _parse_params(param)
@@ -421,37 +603,51 @@ def test_specs(
     files = spec_files(directory)
     if not files:
         raise OwnershipError(Code.BAD_OPTION, "no spec files here", str(directory))
-    for path in files:
-        from ownership.spec.loader import load_spec
+    runs: list[Any] = []
+    with reporting(runs, command="test", junit=junit, sarif=sarif, json_path=json_out):
+        for path in files:
+            from ownership.spec.loader import load_spec
 
-        spec = load_spec(path)
-        started = time.perf_counter()
-        if spec.expect is None:
-            typer.echo(f"SKIP  {spec.name}: declares no expected verdict")
-            continue
-        # --param applies to the specs that declare the parameter.
-        mine = {k: v for k, v in params.items() if k in spec.params}
-        settings = _CheckSettings("explore", mine, None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False)
-        _, result = _run_check(path, settings, quiet=True)
-        got = "safe" if result.violated is None else f"violates {result.violated}"
-        want = spec.expect.describe()
-        exhaustive = result.stop_reason.name == "EXHAUSTED"
-        ok = (spec.expect.safe and result.violated is None and exhaustive) or (
-            not spec.expect.safe and result.violated == spec.expect.violates
-        )
-        took = time.perf_counter() - started
-        status = "PASS" if ok else "FAIL"
-        detail = f"{got} ({result.stats.states:,} states, depth {result.stats.depth}"
-        detail += f", {_steps(len(result.trace))}" if result.trace is not None else ""
-        detail += f", {took:.2f}s)"
-        if not ok and spec.expect.safe and result.violated is None:
-            detail += f"; not exhaustive: {result.stop_reason.value}"
-        typer.echo(f"{status}  {spec.name}: expected {want}, got {detail}")
-        failures += not ok
-        passed += ok
+            spec = load_spec(path)
+            started = time.perf_counter()
+            if spec.expect is None:
+                typer.echo(f"SKIP  {spec.name}: declares no expected verdict")
+                runs.append(skipped_run(spec, path, "declares no expected verdict"))
+                continue
+            # --param applies to the specs that declare the parameter.
+            mine = {k: v for k, v in params.items() if k in spec.params}
+            settings = _CheckSettings("explore", mine, None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False)
+            _, result = _run_check(path, settings, quiet=True)
+            verdict = judge(spec.expect, result)
+            ok = verdict.ok
+            took = time.perf_counter() - started
+            status = "PASS" if ok else "FAIL"
+            detail = f"{verdict.got} ({result.stats.states:,} states, depth {result.stats.depth}"
+            detail += f", {_steps(len(result.trace))}" if result.trace is not None else ""
+            detail += f", {took:.2f}s)"
+            if verdict.reason:
+                detail += f"; {verdict.reason}"
+            typer.echo(f"{status}  {spec.name}: expected {verdict.expected}, got {detail}")
+            written = _write_test_trace(result.trace, out / spec.name) if out is not None and result.trace is not None else []
+            if written:
+                typer.echo("      wrote " + ", ".join(str(p) for p in written))
+            runs.append(spec_run(spec, path, result, mode="test", files=written))
+            failures += not ok
+            passed += ok
     skipped = len(files) - passed - failures
     typer.echo(f"specs: {passed} passed, {failures} failed" + (f", {skipped} skipped" if skipped else ""))
     raise typer.Exit(int(ExitCode.VIOLATION) if failures else 0)
+
+
+def _write_test_trace(trace: Any, out_dir: Path) -> list[Path]:
+    """``ownership test --out``: a counterexample's files; a failing renderer still leaves the text files."""
+    from ownership.render.files import write_counterexample
+
+    try:
+        return write_counterexample(trace, out_dir, formats=("svg",))
+    except OwnershipError as exc:
+        sys.stderr.write(exc.one_line() + " (trace.json and trace.dot were still written)\n")
+        return [p for p in (out_dir / "trace.json", out_dir / "trace.itf.json", out_dir / "trace.dot") if p.exists()]
 
 
 @app.command()

@@ -46,6 +46,8 @@ class Code(enum.Enum):
     NO_RENDERER = (31, "no graphviz renderer available")
     ENGINE_DISAGREEMENT = (40, "engines disagree")
     INTERNAL_REPLAY = (41, "engine produced a trace that does not replay")
+    ADAPTER_LOAD = (50, "adapter cannot be loaded")
+    ADAPTER_INVALID = (51, "adapter does not match its spec")
 
     @property
     def number(self) -> int:

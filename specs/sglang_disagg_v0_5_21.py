@@ -49,7 +49,7 @@ spec = Spec(
 )
 
 # -- deployment (server_args) ------------------------------------------------
-spec.param("requests", 2, "concurrent requests modelled", min=1, max=6)
+spec.param("requests", 2, "concurrent requests modelled", min=1, max=16)
 spec.param("page_size", 2, "tokens per KV page (--page-size)", min=1)
 spec.param("context_len", 16, "model context length (--context-length)", min=1)
 spec.param("prefill_pool_tokens", 6, "prefill KV pool size in tokens (max_total_num_tokens)", min=1)
@@ -57,7 +57,7 @@ spec.param("decode_pool_tokens", 8, "decode KV pool size in tokens", min=1)
 spec.param("short_prompt_tokens", 2, "length of an ordinary prompt", min=1)
 spec.param("prompt_tokens", 6, "length of a long prompt", min=1)
 
-Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEF")
+Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEFGHIJKLMNOP")
 PromptLen = spec.values("PromptLen", lambda p: [p.short_prompt_tokens, p.prompt_tokens])
 
 own = Ownership(spec, requests=Req)

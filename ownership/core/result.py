@@ -42,6 +42,8 @@ class StopReason(enum.Enum):
     INDUCTION = "closed an induction proof"
     INDUCTION_FAILED = "could not close the induction proof"
     INVARIANT_FOUND = "found an inductive invariant"
+    EXAMPLES_DONE = "ran every requested random example"
+    DISAGREEMENT = "found a step where the implementation and the spec disagree"
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,10 @@ class CheckResult:
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     extremum: tuple[str, int] | None = None
+    reproduction: str | None = None
+    """Code that reproduces the failure (the random engines print Hypothesis' steps)."""
+    action_counts: Mapping[str, int] | None = None
+    """How often each action ran (random engines: action coverage)."""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -88,6 +94,8 @@ class CheckResult:
         base = f"{states}, {s.transitions:,} transitions, depth {s.depth}, {s.seconds:.2f}s"
         if self.engine in ("bmc", "prove"):
             return self._solver_coverage()
+        if self.engine in ("hypothesis", "mbt"):
+            return self._random_coverage(scope)
         if self.verdict is Verdict.PROVED and self.stop_reason is StopReason.EXHAUSTED:
             return (
                 f"all reachable states of this instance checked ({base}); "
@@ -100,6 +108,25 @@ class CheckResult:
             )
         if self.verdict is Verdict.VIOLATED:
             return f"{self.stop_reason.value} after {base}"
+        return f"{self.stop_reason.value}: {base}"
+
+    def _random_coverage(self, scope: str) -> str:
+        s = self.stats
+        # A derandomized run prints no timing, so two runs print the same text.
+        took = "" if self.options.get("derandomize") else f"{s.seconds:.2f}s "
+        base = (
+            f"{s.transitions:,} random steps, {s.states:,} distinct states, longest example {s.depth} steps, "
+            f"{took}at {scope}"
+        )
+        if self.verdict is Verdict.VIOLATED:
+            what = "the implementation and the spec disagree" if self.engine == "mbt" else "found a violation"
+            return f"{what} after {base}; the failing run was shrunk by Hypothesis"
+        if self.verdict is Verdict.BOUNDED_OK:
+            return (
+                f"no violation in {self.options.get('max_examples', '?')} random examples of up to "
+                f"{self.options.get('steps', '?')} steps ({base}); random testing: interleavings it did not sample "
+                "were NOT checked"
+            )
         return f"{self.stop_reason.value}: {base}"
 
     def _solver_coverage(self) -> str:

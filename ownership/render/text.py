@@ -5,11 +5,14 @@ from __future__ import annotations
 import shlex
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ownership.core.result import CheckResult, Verdict
 from ownership.core.trace import Trace, changed_fields
 from ownership.spec.instance import Event
+
+if TYPE_CHECKING:
+    from ownership.engines.diagnose import Condition, Diagnosis, NecessaryAction
 
 WIDTH = 100
 
@@ -142,4 +145,81 @@ def result_report(
         n = len(result.trace)
         lines.append(f"  {kind[0].upper() + kind[1:]}: {n} step{'' if n == 1 else 's'}{shortest}, replayed through the spec")
         lines.extend(trace_table(result.trace, ghosts=ghosts))
+    if result.action_counts is not None:
+        ran = ", ".join(f"{a} x{n:,}" for a, n in result.action_counts.items())
+        lines.append("")
+        lines.extend(textwrap.wrap(f"actions run: {ran}", width=WIDTH, initial_indent="  ", subsequent_indent="    "))
+    if result.reproduction:
+        lines.append("")
+        lines.append("  Hypothesis' reproduction (paste into Python; raises at the failing step):")
+        lines.extend("    " + ln for ln in result.reproduction.splitlines())
+    return lines
+
+
+def _condition_text(c: Condition) -> str:
+    return c.text + (" [unread]" if c.unchecked else "")
+
+
+def _where(a: NecessaryAction) -> str:
+    if not a.file:
+        return "(source unknown)"
+    import os
+
+    try:
+        rel = os.path.relpath(a.file)
+    except ValueError:  # another drive on Windows
+        rel = a.file
+    return f"{rel if not rel.startswith('..') else a.file}:{a.line}"
+
+
+def _focus_conditions(a: NecessaryAction) -> list[Condition]:
+    """What to say about a necessary action in one line: its unread conditions, then how its code branched."""
+    first = list(a.first_unchecked)
+    if not first:
+        return list(a.conditions)
+    return first + [c for c in a.conditions if c.kind == "branch"]
+
+
+def explain_headline(d: Diagnosis) -> str:
+    """One sentence: what every path to the violation passes through (``--explain``'s first line)."""
+    if d.initial_violates:
+        return f"the initial state already violates {d.invariant}: no action is needed to reach it"
+    if not d.violating_states:
+        return f"no state violating {d.invariant} within the explored graph: nothing to explain"
+    if not d.necessary:
+        if not d.cuts:
+            return f"no action, and no pair of actions, is on every path to {d.invariant}"
+        pairs = "; ".join(f"{a} or {b}" for a, b in d.cuts)
+        return f"no single action is on every path to {d.invariant}; every path passes through one of each pair: {pairs}"
+    parts = []
+    for a in d.missing_checks or d.necessary:
+        doc = f" [{a.doc.rstrip('.')}]" if a.doc else ""
+        conds = _focus_conditions(a)
+        parts.append(f"{a.signature}{doc}" + (f" with {', '.join(c.text for c in conds)}" if conds else ""))
+    return f"every path to {d.invariant} passes through: " + "; ".join(parts)
+
+
+def explain_report(d: Diagnosis) -> list[str]:
+    """The ``--explain`` section printed under a counterexample: necessary actions, conditions, source lines."""
+    lines = ["", f"  Explanation: what every path to {d.invariant} has in common"]
+    lines.extend(textwrap.wrap(f"({d.coverage()})", width=WIDTH, initial_indent="    ", subsequent_indent="     "))
+    lines.extend(textwrap.wrap(explain_headline(d), width=WIDTH, initial_indent="    ", subsequent_indent="      "))
+    if not d.necessary:
+        return lines
+    if d.missing_checks:
+        lines.append("    no step on the way to the violation reads these fields; a check on them there blocks every path:")
+        for a in d.missing_checks:
+            lines.append(f"      {_where(a)}  {a.source}")
+            for c in _focus_conditions(a):
+                doc = f"  ({c.doc})" if c.doc and len(c.fields) == 1 else ""
+                lines.append(f"        {c.text}{doc}")
+    lines.append(
+        f"    all {len(d.necessary)} actions every path takes, in path order, with the conditions every path meets "
+        "there ([unread]: no step on the way reads it):"
+    )
+    for a in d.necessary:
+        conds = "; ".join(_condition_text(c) for c in a.conditions) or "(any step of it)"
+        lines.extend(textwrap.wrap(
+            f"{a.signature:<30} {_where(a)}: {conds}", width=WIDTH, initial_indent="      ", subsequent_indent=" " * 37,
+        ))
     return lines

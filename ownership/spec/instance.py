@@ -207,6 +207,7 @@ class View(ViewBase):
         object.__setattr__(self, "_prefix", [])
         object.__setattr__(self, "_chosen", [])
         object.__setattr__(self, "_forced", None)
+        object.__setattr__(self, "_chooser", None)
         object.__setattr__(self, "_reduce", frozenset())
         object.__setattr__(self, "recording", True)
         object.__setattr__(self, "_scalars", {})
@@ -253,6 +254,14 @@ class View(ViewBase):
             value = forced[pos]
             self._picks.append(0)
             self._counts.append(1)
+            self._chosen.append(value)
+            return value
+        chooser = self._chooser
+        if chooser is not None:
+            # A random search (Hypothesis) draws the value itself.
+            value = chooser(options)
+            self._picks.append(options.index(value))
+            self._counts.append(len(options))
             self._chosen.append(value)
             return value
         if domain is not None and domain.name in self._reduce:
@@ -541,6 +550,74 @@ class Instance:
         if len(view._chosen) != len(picks):
             return None
         return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+
+    def run_with_chooser(self, state: State, ai: ActionInstance, chooser: Callable[[Sequence[Any]], Any]) -> Successor | None:
+        """Run ``ai`` once, letting ``chooser(options)`` make every ``s.choose``; ``None`` if disabled."""
+        view = self.view
+        view.cur[:] = state
+        view.events.clear()
+        view._picks.clear()
+        view._counts.clear()
+        view._chosen.clear()
+        view._prefix.clear()
+        object.__setattr__(view, "_chooser", chooser)
+        try:
+            ai.action.fn(view, *ai.args)
+        except Disabled:
+            return None
+        except OwnershipError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - spec code is user code
+            raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
+        finally:
+            object.__setattr__(view, "_chooser", None)
+        return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+
+    def first_outcome(self, state: State, ai: ActionInstance) -> Successor | None:
+        """One outcome of ``ai`` in ``state`` (``None`` exactly when it is disabled).
+
+        Tries choices depth-first and stops at the first that fires, so it
+        stays cheap on large pools where :meth:`successors_of` would enumerate
+        every combination of pages.
+        """
+        fp = self._footprints[ai.index]
+        if fp is not None and fp[0](state) == fp[1]:
+            return None
+        view = self.view
+        pending: list[tuple[int, ...]] = [()]
+        while pending:
+            prefix = pending.pop()
+            view.cur[:] = state
+            view.events.clear()
+            view._picks.clear()
+            view._counts.clear()
+            view._chosen.clear()
+            view._prefix[:] = prefix
+            view._reads.clear()
+            try:
+                ai.action.fn(view, *ai.args)
+            except Disabled:
+                picks, counts = view._picks, view._counts
+                if not picks and not prefix:
+                    reads = view._reads
+                    if reads:
+                        getter = itemgetter(*reads)
+                        self._footprints[ai.index] = (getter, getter(state))
+                    view._prefix.clear()
+                    return None
+                # Alternatives after the last pick first: depth-first, nearest the failure.
+                for pos in range(len(prefix), len(picks)):
+                    for alt in range(counts[pos] - 1, 0, -1):
+                        pending.append(tuple(picks[:pos]) + (alt,))
+                continue
+            except OwnershipError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - spec code is user code
+                raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
+            view._prefix.clear()
+            return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+        view._prefix.clear()
+        return None
 
     def set_recording(self, on: bool) -> None:
         """Record events (for traces) or skip them (inside a search's hot loop)."""

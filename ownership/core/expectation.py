@@ -1,0 +1,141 @@
+"""Does a check's result meet what was asked of it?
+
+Two questions share one answer here, so ``ownership test``, the pytest plugin
+and the CI reports (JUnit, SARIF, JSON) can never disagree:
+
+* :func:`judge`: does a result meet the verdict a spec declares (``expect=``)?
+  A spec expected to violate ``X`` passes when the check finds a violation of
+  exactly ``X``; a spec expected to be safe passes only when the result is
+  PROVED (every reachable state checked), never on a bounded or inconclusive
+  run.
+* :func:`invariant_outcomes`: the same decision split per invariant, for
+  reports that list one test case per invariant.  Without an expectation
+  (``ownership check``) an invariant passes when it was not violated within
+  the stated bounds, as the exit status says.
+
+Engines stop at the first violation, so after a violation the other
+invariants are *undecided*, never reported as holding.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ownership.core.result import CheckResult, Verdict
+from ownership.spec.model import Expect
+
+DEADLOCK = "deadlock"
+"""The name a deadlock takes where an invariant's name would stand."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Whether one spec's result meets its declared verdict, and why not."""
+
+    ok: bool
+    expected: str
+    """``safe`` or ``violates X``."""
+    got: str
+    """``safe`` or ``violates X`` (``violates deadlock`` for a deadlock)."""
+    reason: str = ""
+    """Why a result that found no violation still fails (``not exhaustive: ...``); empty otherwise."""
+
+
+def got_text(result: CheckResult) -> str:
+    """``safe`` or ``violates X``: what the check found, in the words of ``expect=``."""
+    return "safe" if result.violated is None else f"violates {result.violated}"
+
+
+def judge(expect: Expect, result: CheckResult) -> Judgement:
+    """The pass/fail decision of ``ownership test`` for one spec."""
+    got = got_text(result)
+    if expect.safe:
+        if result.violated is not None:
+            return Judgement(False, expect.describe(), got)
+        if result.verdict is not Verdict.PROVED:
+            # A bounded or interrupted search says nothing about longer interleavings.
+            return Judgement(False, expect.describe(), got, f"not exhaustive: {result.stop_reason.value}")
+        return Judgement(True, expect.describe(), got)
+    return Judgement(result.violated == expect.violates, expect.describe(), got)
+
+
+class Status(enum.Enum):
+    """The outcome of one invariant in one check."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNDECIDED = "undecided"
+    """The run stopped at another violation before it could decide this invariant."""
+    INCONCLUSIVE = "inconclusive"
+    """A state or time limit stopped the run (``ownership check`` exits 3)."""
+
+
+@dataclass(frozen=True)
+class InvariantOutcome:
+    """One invariant's outcome with a one-line explanation."""
+
+    invariant: str
+    status: Status
+    message: str
+
+
+def checked_names(result: CheckResult) -> tuple[str, ...]:
+    """The invariants a result covers, plus ``deadlock`` when deadlocks were looked for or found."""
+    names = tuple(result.invariants)
+    if (result.violated == DEADLOCK or result.options.get("deadlock")) and DEADLOCK not in names:
+        names += (DEADLOCK,)
+    return names
+
+
+def _violation_line(result: CheckResult) -> str:
+    trace = result.trace
+    if trace is None:
+        return f"{result.violated} is violated ({result.coverage()})"
+    n = len(trace)
+    where = f"after {trace.steps[-1].call}" if trace.steps else "in the initial state"
+    return f"{result.violated} is violated {where} ({n}-step counterexample; {result.coverage()})"
+
+
+def invariant_outcomes(result: CheckResult, expect: Expect | None = None) -> tuple[InvariantOutcome, ...]:
+    """One outcome per checked invariant (see the module docstring for the rules).
+
+    With ``expect`` the outcomes follow :func:`judge`: the judgement is ok
+    exactly when no outcome is ``FAILED``.
+    """
+    names = checked_names(result)
+    if expect is not None and expect.violates is not None and expect.violates not in names:
+        names += (expect.violates,)  # not checked at all: it cannot have been found
+    bad = result.violated
+    out: list[InvariantOutcome] = []
+    for name in names:
+        if bad is not None:
+            if name == bad:
+                expected_here = expect is not None and expect.violates == name
+                status = Status.PASSED if expected_here else Status.FAILED
+                message = _violation_line(result) + (", as the spec expects" if expected_here else "")
+                if expect is not None and not expected_here:
+                    message += f"; the spec expects {expect.describe()}"
+            elif expect is not None and expect.violates == name:
+                status = Status.FAILED
+                message = f"expected a violation of {name}, but the check stopped at a violation of {bad} first"
+            else:
+                status = Status.UNDECIDED
+                message = (
+                    f"not decided: the check stops at the first violation ({bad}) "
+                    f"and checked {result.stats.states:,} states before it"
+                )
+        elif expect is None:
+            status = Status.INCONCLUSIVE if result.verdict is Verdict.UNKNOWN else Status.PASSED
+            message = result.coverage()
+        elif expect.violates == name:
+            status = Status.FAILED
+            message = f"expected a violation of {name}, none found: {result.coverage()}"
+        elif result.verdict is Verdict.PROVED:
+            status = Status.PASSED
+            message = result.coverage()
+        else:
+            status = Status.FAILED
+            message = f"not exhaustive: {result.stop_reason.value}: {result.coverage()}"
+        out.append(InvariantOutcome(name, status, message))
+    return tuple(out)

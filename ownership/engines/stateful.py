@@ -1,0 +1,460 @@
+"""Random interleavings with Hypothesis: the spec as a ``RuleBasedStateMachine``.
+
+The explorer enumerates every state; at sizes where that is hopeless (16
+requests, 256 pages) this engine samples long random interleavings instead
+and lets Hypothesis shrink a failing one to a short, readable trace.
+
+The machine is generated from the spec, not written by hand:
+
+* one **rule per action**.  Its arguments are drawn among the action's
+  instances that are *enabled* in the current state (the machine is the
+  strategy's ``runner``), so no step is wasted on a disabled guard and there
+  is no rule per (action, argument tuple);
+* a **precondition** per rule: some instance of the action is enabled;
+* the values of ``s.choose`` are drawn too and passed to the rule as
+  ``picks``, so every printed step is plain data:
+  ``state.decode_admit(r='B', picks=())`` — Hypothesis' own reproduction is
+  pasteable Python (see :func:`load_machine`);
+* one Hypothesis ``@invariant`` per spec invariant.
+
+A failure is shrunk by Hypothesis, then rebuilt as the common
+:class:`~ownership.core.trace.Trace` by replaying its steps through the
+concrete semantics, like every other engine's counterexample.  A pass is
+``BOUNDED_OK``: it says how many examples and steps ran and how often each
+action ran; random testing never proves anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from ownership.core.replay import build_trace
+from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import ActionInstance, Instance, State, Successor
+
+PICKS = "picks"
+"""Name of the rule argument that carries the values of ``s.choose``."""
+
+
+@dataclass(frozen=True)
+class HypothesisOptions:
+    """Options of the stateful (random) engine.
+
+    ``seed`` fixes Hypothesis' random choices (a run without one prints the
+    seed it used); ``derandomize`` derives the seed from the test itself, so
+    every run gives the same result (CI mode).
+    """
+
+    max_examples: int = 200
+    steps: int = 50
+    seed: int | None = None
+    derandomize: bool = False
+    invariants: tuple[str, ...] | None = None
+    progress_every: float = 1.0
+
+
+@dataclass(frozen=True)
+class StatefulProgress:
+    """A progress report during a random run."""
+
+    examples: int
+    steps: int
+    states: int
+    seconds: float
+
+
+class InvariantViolation(AssertionError):  # noqa: N818 - a failed check, like AssertionError
+    """Raised inside the machine when a spec invariant fails (Hypothesis then shrinks)."""
+
+    def __init__(self, invariant: str, after: str) -> None:
+        super().__init__(f"invariant {invariant} violated after {after}")
+        self.invariant = invariant
+
+
+@dataclass
+class RunLog:
+    """What a run observed; lives as long as one engine call (no global state)."""
+
+    examples: int = 0
+    steps: int = 0
+    max_depth: int = 0
+    states: set[State] = field(default_factory=set)
+    action_counts: Counter[str] = field(default_factory=Counter)
+    ever_enabled: set[str] = field(default_factory=set)
+    last: Any = None  # the latest machine: after a failure, the shrunk example's
+    started: float = field(default_factory=time.monotonic)
+    next_progress: float = 0.0
+
+
+def _class_name(spec_name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9A-Za-z]+", spec_name) if part) or "Spec"
+
+
+def _rule_name(action: str, taken: set[str]) -> str:
+    """A method name for the action's rule that does not shadow the machine's own methods."""
+    name = action
+    while hasattr(RuleBasedStateMachine, name) or name in taken:
+        name = f"do_{name}"
+    taken.add(name)
+    return name
+
+
+class SpecMachine(RuleBasedStateMachine):
+    """Base of generated machines: the current spec state and the path that reached it."""
+
+    _inst: Instance
+    _checked: tuple[str, ...]
+    _by_action: Mapping[str, Sequence[ActionInstance]]
+    _log: RunLog | None = None
+    _progress: Callable[[StatefulProgress], None] | None = None
+    _progress_every: float = 1.0
+    _strategies: dict[tuple[Any, ...], st.SearchStrategy[Any]]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: State = self._inst.init_state
+        self.path: list[tuple[int, tuple[Any, ...]]] = []
+        self._enabled_at: State | None = None
+        self._enabled: dict[str, list[ActionInstance]] = {}
+        self._pending: tuple[tuple[str, int], ActionInstance] | None = None
+        self._drawn: tuple[State, ActionInstance, Successor] | None = None
+        log = self._log
+        if log is not None:
+            log.examples += 1
+            log.last = self
+            log.states.add(self.state)
+
+    # -- enabledness, computed once per state ----------------------------------
+    def enabled(self, action: str) -> list[ActionInstance]:
+        """The instances of ``action`` whose guard holds in the current state."""
+        if self._enabled_at is not self.state:
+            inst = self._inst
+            state = self.state
+            self._enabled = {
+                name: [ai for ai in ais if inst.first_outcome(state, ai) is not None]
+                for name, ais in self._by_action.items()
+            }
+            self._enabled_at = state
+            if self._log is not None:
+                self._log.ever_enabled.update(n for n, ais in self._enabled.items() if ais)
+        return self._enabled[action]
+
+    # -- argument strategies (the machine is Hypothesis' runner) ----------------
+    def selected(self, action: str, draw: Callable[[st.SearchStrategy[Any]], Any]) -> ActionInstance:
+        """The instance of ``action`` this step runs, drawn among the enabled ones.
+
+        Hypothesis draws a rule's arguments one by one (sorted by name); the
+        first of them draws the instance and the others reuse it, so every
+        argument is a plain value in the printed step.
+        """
+        key = (action, len(self.path))
+        if self._pending is None or self._pending[0] != key:
+            self._pending = (key, draw(self.sampled(tuple(self.enabled(action)))))
+        return self._pending[1]
+
+    def sampled(self, options: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+        """``st.sampled_from(options)``, built once per distinct tuple (building one is not free)."""
+        cache = self._strategies
+        strategy = cache.get(options)
+        if strategy is None:
+            strategy = cache[options] = st.sampled_from(options)
+        return strategy
+
+    def arg_value(self, ai: ActionInstance, k: int) -> Any:
+        """The ``k``-th argument of ``ai`` as the spec names it (``'B'``), or the int itself."""
+        d = ai.action.arg_domains[k]
+        text = self._inst.format_arg(d, ai.args[k])
+        return ai.args[k] if text == str(ai.args[k]) else text
+
+    def _draw_picks(self, draw: Callable[[st.SearchStrategy[Any]], Any], ai: ActionInstance) -> tuple[Any, ...]:
+        inst = self._inst
+        succ = inst.run_with_chooser(self.state, ai, lambda options: draw(self.sampled(tuple(options))))
+        if succ is None:  # the drawn choices disable the action: take the first that fires
+            succ = inst.first_outcome(self.state, ai)
+        assert succ is not None  # the precondition said ai is enabled
+        self._drawn = (self.state, ai, succ)  # the rule body reuses this run
+        return succ.picks
+
+    # -- stepping ---------------------------------------------------------------
+    def _resolve(self, action: str, kwargs: Mapping[str, Any]) -> ActionInstance:
+        act = self._inst.spec.actions[action]
+        try:
+            args = tuple(self._inst.parse_arg(d, kwargs[p]) for p, d in zip(act.arg_names, act.arg_domains, strict=True))
+            return self._inst.find_instance(action, args)
+        except (KeyError, ValueError) as exc:
+            raise OwnershipError(Code.BAD_OPTION, f"{action}({kwargs}): not an instance of the action ({exc})") from None
+
+    def _step(self, action: str, kwargs: dict[str, Any]) -> None:
+        picks = tuple(kwargs.pop(PICKS, ()))
+        ai = self._resolve(action, kwargs)
+        drawn = self._drawn
+        if drawn is not None and drawn[0] is self.state and drawn[1] is ai and drawn[2].picks == picks:
+            succ: Successor | None = drawn[2]
+        else:
+            succ = self._inst.run_with_picks(self.state, ai, picks)
+        self._drawn = None
+        if succ is None:
+            raise OwnershipError(Code.BAD_OPTION, f"{ai.label} with picks {list(picks)} is not enabled in this state")
+        self.state = succ.state
+        self.path.append((ai.index, picks))
+        log = self._log
+        if log is None:
+            # Run by hand (a pasted reproduction): check the invariants here,
+            # since Hypothesis' runner is not there to do it.
+            self._check_all(ai.label)
+            return
+        log.steps += 1
+        log.action_counts[action] += 1
+        log.max_depth = max(log.max_depth, len(self.path))
+        log.states.add(self.state)
+        if self._progress is not None:
+            now = time.monotonic()
+            if now >= log.next_progress:
+                log.next_progress = now + self._progress_every
+                self._progress(StatefulProgress(log.examples, log.steps, len(log.states), now - log.started))
+
+    def _after(self) -> str:
+        if not self.path:
+            return "the initial state"
+        ai = self._inst.action_instances[self.path[-1][0]]
+        return f"step {len(self.path)} {ai.label}"
+
+    def _check(self, name: str) -> None:
+        if not self._inst.holds(self.state, name):
+            raise InvariantViolation(name, self._after())
+
+    def _check_all(self, label: str) -> None:
+        for name in self._checked:
+            self._check(name)
+
+
+def _make_rule(name: str, action: str, arg_names: Sequence[str]) -> Callable[..., None]:
+    def step(self: SpecMachine, **kwargs: Any) -> None:
+        self._step(action, kwargs)
+
+    step.__name__ = step.__qualname__ = name
+    step.__doc__ = f"Run the spec's action {action} (arguments drawn among its enabled instances)."
+
+    def argument(k: int) -> st.SearchStrategy[Any]:
+        @st.composite
+        def value(draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
+            m: SpecMachine = draw(st.runner())
+            return m.arg_value(m.selected(action, draw), k)
+
+        return value()
+
+    @st.composite
+    def picks(draw: Callable[[st.SearchStrategy[Any]], Any]) -> tuple[Any, ...]:
+        m: SpecMachine = draw(st.runner())
+        return m._draw_picks(draw, m.selected(action, draw))
+
+    args: dict[str, st.SearchStrategy[Any]] = {n: argument(k) for k, n in enumerate(arg_names)}
+    args[PICKS] = picks()
+    enabled = precondition(lambda self: bool(self.enabled(action)))
+    return enabled(rule(**args)(step))  # type: ignore[call-overload]
+
+
+@precondition(lambda self: not any(self.enabled(a) for a in self._by_action))
+@rule()
+def _restart(self: SpecMachine) -> None:
+    """Nothing can run (every request is done, or stuck): start a fresh run from the initial state.
+
+    Hypothesis cannot end an example early, and idling would spend the rest
+    of it doing nothing; a fresh run keeps exploring.  A violation's trace
+    starts at the last restart.
+    """
+    self.state = self._inst.init_state
+    self.path = []
+
+
+def _make_invariant(name: str) -> Callable[[SpecMachine], None]:
+    def check(self: SpecMachine) -> None:
+        self._check(name)
+
+    check.__name__ = check.__qualname__ = f"invariant_{name}"
+
+    check.__doc__ = f"The spec's invariant {name}."
+    return invariant()(check)
+
+
+def machine_class(inst: Instance, invariants: Sequence[str] | None = None) -> type[SpecMachine]:
+    """A ``RuleBasedStateMachine`` class for ``inst``: one rule per action, one invariant per spec invariant."""
+    spec = inst.spec
+    checked = tuple(invariants) if invariants is not None else tuple(spec.invariants)
+    unknown = [n for n in checked if n not in spec.invariants]
+    if unknown:
+        raise OwnershipError(
+            Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {unknown[0]!r} (known: {', '.join(spec.invariants)})"
+        )
+    by_action: dict[str, list[ActionInstance]] = {a: [] for a in spec.actions}
+    for ai in inst.action_instances:
+        by_action[ai.action.name].append(ai)
+    ns: dict[str, Any] = {
+        "_inst": inst,
+        "_checked": checked,
+        "_by_action": by_action,
+        "_strategies": {},  # per generated class, so per engine run
+        "__doc__": f"Random interleavings of spec {spec.name} ({inst.describe_params()}).",
+    }
+    taken: set[str] = set()
+    for act in spec.actions.values():
+        rule_name = _rule_name(act.name, taken)
+        ns[rule_name] = _make_rule(rule_name, act.name, act.arg_names)
+    for name in checked:
+        ns[_rule_name(f"invariant_{name}", taken)] = _make_invariant(name)
+    ns[_rule_name("restart_when_done", taken)] = _restart
+    return type(_class_name(spec.name), (SpecMachine,), ns)
+
+
+def load_machine(spec_path: str, **params: int) -> type[SpecMachine]:
+    """The machine for the spec file at ``spec_path`` with ``params``: what reproductions paste.
+
+    A machine made here checks every invariant after each step itself, so a
+    pasted reproduction raises at the step where the invariant fails.
+    """
+    from ownership.spec.loader import load_spec
+
+    return machine_class(Instance(load_spec(spec_path), params))
+
+
+def _settings(options: HypothesisOptions) -> settings:
+    return settings(
+        max_examples=options.max_examples,
+        stateful_step_count=options.steps,
+        deadline=None,
+        database=None,  # a run depends on its seed only, not on earlier runs' files
+        derandomize=options.derandomize,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        report_multiple_bugs=False,
+    )
+
+
+def _reproduction(inst: Instance, exc: BaseException) -> str | None:
+    """Hypothesis' printed steps (its exception notes), made runnable by a ``load_machine`` header."""
+    steps = [
+        ln for ln in getattr(exc, "__notes__", ()) if ln.startswith("state") and not ln.startswith("state.invariant_")
+    ]
+    if not steps:
+        return None
+    params = ", ".join(f"{k}={v}" for k, v in inst.param_values.items())
+    cls = _class_name(inst.spec.name)
+    path = build_trace(inst, [], engine="hypothesis", violation=None).spec_path
+    head = [
+        "from ownership.engines.stateful import load_machine",
+        f"{cls} = load_machine({path!r}{', ' if params else ''}{params})",
+    ]
+    return "\n".join(head + steps)
+
+
+def _machine_test(get_test: Callable[..., Callable[[], None]], machine: type[SpecMachine], options: HypothesisOptions) -> Callable[[], None]:
+    """Hypothesis' test function for ``machine``.
+
+    Examples run at least half of ``steps`` steps: Hypothesis otherwise
+    favours very short examples, and ownership bugs need a request to go all
+    the way through before another reuses its pages.  A spec that finishes
+    early restarts (see ``_restart``); shrinking still removes every step the
+    failure does not need.
+    """
+    try:
+        return get_test(machine, settings=_settings(options), _min_steps=options.steps // 2)
+    except TypeError:  # a Hypothesis without the private knob
+        return get_test(machine, settings=_settings(options))
+
+
+@contextlib.contextmanager
+def _capturing(lines: list[str]) -> Iterator[None]:
+    with with_reporter(lambda value: lines.extend(str(value).splitlines())):
+        yield
+
+
+def check_stateful(
+    inst: Instance, options: HypothesisOptions = HypothesisOptions(), progress: Callable[[StatefulProgress], None] | None = None
+) -> CheckResult:
+    """Run random interleavings of ``inst`` until an invariant fails or the examples run out."""
+    from hypothesis.stateful import get_state_machine_test
+
+    if options.max_examples < 1 or options.steps < 1:
+        raise OwnershipError(Code.BAD_OPTION, "--max-examples and --steps must be at least 1")
+    log = RunLog()
+    base = machine_class(inst, options.invariants)
+    machine = type(base.__name__, (base,), {"_log": log, "_progress": progress, "_progress_every": options.progress_every})
+    test = _machine_test(get_state_machine_test, machine, options)
+    if options.seed is not None:
+        test = hypothesis.seed(options.seed)(test)
+    lines: list[str] = []
+    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
+    checked = base._checked
+    inst.set_recording(False)
+    failure: BaseException | None = None
+    interrupted = False
+    try:
+        with _capturing(lines):
+            test()
+    except InvariantViolation as exc:
+        failure = exc
+    except KeyboardInterrupt:
+        interrupted = True
+    except OwnershipError:
+        raise
+    except hypothesis.errors.InvalidDefinition as exc:
+        raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
+    finally:
+        inst.set_recording(True)
+    seed = options.seed if options.seed is not None else getattr(test, "_hypothesis_internal_use_generated_seed", None)
+    if seed is not None:
+        opts["seed"] = seed
+    elapsed = time.monotonic() - log.started
+    counts = {a: log.action_counts.get(a, 0) for a in inst.spec.actions}
+    never = [a for a in inst.spec.actions if a not in log.ever_enabled]
+    notes = [
+        f"ran {log.examples:,} random examples of up to {options.steps} steps ({log.steps:,} steps in all); "
+        "Hypothesis counts only those that did not end early towards --max-examples"
+    ]
+    if never:
+        notes.append(
+            f"warning: action(s) {', '.join(never)} never enabled in any example: the spec or its bounds may be wrong"
+        )
+    stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
+    common: dict[str, Any] = {
+        "spec": inst.spec.name,
+        "engine": "hypothesis",
+        "params": dict(inst.param_values),
+        "invariants": checked,
+        "options": opts,
+        "action_counts": counts,
+    }
+    if interrupted:
+        return CheckResult(
+            verdict=Verdict.UNKNOWN, stop_reason=StopReason.INTERRUPTED, stats=stats, notes=tuple(notes), **common
+        )
+    if failure is None:
+        return CheckResult(
+            verdict=Verdict.BOUNDED_OK, stop_reason=StopReason.EXAMPLES_DONE, stats=stats, notes=tuple(notes), **common
+        )
+    assert isinstance(failure, InvariantViolation)
+    last: SpecMachine = log.last
+    trace = build_trace(inst, last.path, engine="hypothesis", violation=failure.invariant)
+    return CheckResult(
+        verdict=Verdict.VIOLATED,
+        stop_reason=StopReason.VIOLATION,
+        stats=stats,
+        violated=failure.invariant,
+        trace=trace,
+        notes=tuple(notes),
+        reproduction=_reproduction(inst, failure),
+        **common,
+    )

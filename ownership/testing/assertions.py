@@ -1,0 +1,132 @@
+"""Assertions for ordinary tests: check a spec and fail with the trace table.
+
+::
+
+    from ownership.testing.assertions import assert_safe
+
+    def test_allocator_spec_is_safe():
+        assert_safe("specs/allocator.py", requests=3)
+
+A spec is *safe* when the check is PROVED: every reachable state of the
+instance was checked, the rule ``ownership test`` applies to a spec declared
+``expect=safe()``.  A bounded or interrupted run fails the assertion and says
+what was not covered.  The engines are run with the options ``ownership
+test`` uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ownership.core.expectation import judge
+from ownership.core.result import CheckResult
+from ownership.spec.model import Expect, Spec
+
+
+def _spec(spec: Spec | str | Path) -> tuple[Spec, str | None]:
+    if isinstance(spec, Spec):
+        return spec, spec.file
+    from ownership.spec.loader import load_spec
+
+    return load_spec(spec), str(spec)
+
+
+def run_check(
+    spec: Spec | str | Path,
+    engine: str = "explore",
+    params: Mapping[str, int] | None = None,
+    *,
+    max_seconds: float | None = None,
+    symmetry: bool = True,
+) -> CheckResult:
+    """Check ``spec`` (a Spec or a spec file) with one engine; ``all`` runs every engine and compares them.
+
+    Bad input (an unknown engine or parameter, a broken spec) raises
+    :class:`~ownership.errors.OwnershipError`; engines that disagree raise
+    OWN040.  With ``all`` the explorer's result is returned.
+    """
+    # The settings object of the command line, so engines get exactly the options `ownership test` gives them.
+    from ownership.cli import _CheckSettings
+    from ownership.engines import ENGINE_NAMES, compare, run_engine
+    from ownership.errors import Code, OwnershipError
+    from ownership.spec.instance import Instance
+
+    the_spec, _ = _spec(spec)
+    if engine not in ENGINE_NAMES:
+        raise OwnershipError(Code.BAD_OPTION, f"unknown engine {engine!r} (available: {', '.join(ENGINE_NAMES)})")
+    settings = _CheckSettings(
+        engine=engine,
+        params=dict(params or {}),
+        max_depth=None,
+        max_states=None,
+        max_seconds=max_seconds,
+        symmetry=symmetry,
+        deadlock=False,
+        invariants=None,
+        out=None,
+        formats=("svg",),
+        render=False,
+        progress=False,
+    )
+    inst = Instance(the_spec, settings.params)
+    engines = ["explore", "bmc"] if engine == "all" else [engine]
+    results = [run_engine(e, inst, settings.engine_options(e)) for e in engines]
+    if len(results) > 1:
+        disagreement = compare(results)
+        if disagreement:
+            raise OwnershipError(
+                Code.ENGINE_DISAGREEMENT, f"engines disagree on {the_spec.name}: {disagreement}", the_spec.file
+            )
+    return results[0]
+
+
+def failure_report(result: CheckResult, spec: Spec, spec_path: str | None = None) -> list[str]:
+    """The lines ``ownership check`` prints for ``result`` (verdict, coverage, trace table) and a reproduce line."""
+    from ownership.render.text import reproduce_command, result_report
+
+    doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
+    lines = result_report(
+        result,
+        invariant_doc=doc,
+        ghosts=[v.name for v in spec.vars.values() if v.ghost],
+        derived=spec.derived_values.values(),
+    )
+    if spec_path is not None:
+        flags = ["--engine", result.engine] if result.engine != "explore" else []
+        params = {k: v for k, v in result.params.items() if isinstance(v, int)}
+        lines.append("  reproduce: " + reproduce_command(spec_path, params, spec.default_params(), flags))
+    return lines
+
+
+def assert_safe(spec: Spec | str | Path, engine: str = "explore", **params: int) -> CheckResult:
+    """Assert that ``spec`` at these parameter values is PROVED safe by ``engine``.
+
+    ``spec`` is a :class:`~ownership.spec.model.Spec` or the path of a spec
+    file; ``params`` override the spec's defaults.  On failure the
+    AssertionError's message is the verdict, what was covered and the trace
+    table.  Returns the result (its coverage, statistics).
+    """
+    the_spec, path = _spec(spec)
+    result = run_check(the_spec, engine, params)
+    verdict = judge(Expect(None), result)
+    if not verdict.ok:
+        head = f"{the_spec.name} is not proved safe by {result.engine}: got {verdict.got}"
+        head += f" ({verdict.reason})" if verdict.reason else ""
+        raise AssertionError("\n".join([head, *failure_report(result, the_spec, path)]))
+    return result
+
+
+def assert_violates(spec: Spec | str | Path, invariant: str, engine: str = "explore", **params: int) -> CheckResult:
+    """Assert that checking ``spec`` finds a violation of ``invariant`` (the first one found).
+
+    Returns the result; its ``trace`` is the counterexample, replayed
+    through the spec.
+    """
+    the_spec, path = _spec(spec)
+    result = run_check(the_spec, engine, params)
+    verdict = judge(Expect(invariant), result)
+    if not verdict.ok:
+        head = f"{the_spec.name}: expected {verdict.expected} from {result.engine}, got {verdict.got}"
+        raise AssertionError("\n".join([head, *failure_report(result, the_spec, path)]))
+    return result

@@ -1,0 +1,319 @@
+"""pytest plugin: check ownership specs as part of an existing test run.
+
+Installed with the package (entry point ``pytest11``) and inactive until
+asked for::
+
+    pytest --ownership specs/                      # the specs next to the usual tests
+    pytest --ownership --ownership-engine explore,bmc specs/sglang_disagg_v0_5_21.py
+
+With ``--ownership`` every ``*.py`` file that imports ``ownership`` (not a
+test module, not ``conftest.py``, not starting with ``_``) is loaded as a
+spec and yields one test item per invariant and engine, e.g.
+``specs/paged_alloc.py::no_foreign_read[explore]``.  Each spec is checked
+once per engine; its items share that run.
+
+Pass/fail is the decision ``ownership test`` makes (see
+:mod:`ownership.core.expectation`): a spec declaring
+``expect=violates(X)`` passes when the check finds a violation of ``X``; a
+spec declaring ``expect=safe()`` passes only when PROVED.  An invariant the
+run did not decide (it stopped at another violation first) is skipped with
+the reason, and a spec that declares no ``expect=`` is skipped, as ``ownership
+test`` does.  A failure shows the trace table and the paths of the
+counterexample files (``--ownership-out DIR``, else pytest's temporary
+directory).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ownership.core.expectation import InvariantOutcome
+    from ownership.core.result import CheckResult
+    from ownership.spec.model import Spec
+
+_IMPORTS_OWNERSHIP = re.compile(rb"^[ \t]*(?:from|import)[ \t]+ownership\b", re.MULTILINE)
+_DEFAULT_ENGINE = "explore"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--ownership``, ``--ownership-engine``, ``--ownership-out``, ``--ownership-max-seconds``."""
+    group = parser.getgroup("ownership", "ownership: check KV-cache page ownership specs")
+    group.addoption(
+        "--ownership",
+        action="store_true",
+        default=False,
+        help="Collect spec files (*.py importing ownership) as test items, one per invariant and engine.",
+    )
+    group.addoption(
+        "--ownership-engine",
+        action="append",
+        default=None,
+        metavar="ENGINE",
+        help="Engine to check specs with: explore (default), bmc, or all (both); repeatable or comma-separated.",
+    )
+    group.addoption(
+        "--ownership-out",
+        default=None,
+        metavar="DIR",
+        help="Write counterexample files to DIR/<spec>/<engine>/ (default: pytest's temporary directory).",
+    )
+    group.addoption(
+        "--ownership-max-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="Per-spec time limit; a safe spec that hits it fails, as with `ownership test --max-seconds`.",
+    )
+
+
+def _engines(config: pytest.Config) -> tuple[str, ...]:
+    from ownership.engines import ENGINE_NAMES
+
+    raw = config.getoption("ownership_engine") or [_DEFAULT_ENGINE]
+    names: list[str] = []
+    for item in raw:
+        for name in (n.strip() for n in str(item).split(",")):
+            if not name:
+                continue
+            if name not in ENGINE_NAMES:
+                raise pytest.UsageError(
+                    f"--ownership-engine {name!r}: unknown engine (available: {', '.join(ENGINE_NAMES)})"
+                )
+            # `all` is every engine, each as its own items (the CLI's `all` compares them instead).
+            for engine in ("explore", "bmc") if name == "all" else (name,):
+                if engine not in names:
+                    names.append(engine)
+    return tuple(names)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``ownership`` marker and validate the engine names early."""
+    config.addinivalue_line("markers", "ownership: a check of an ownership spec (added by --ownership)")
+    if config.getoption("ownership", default=False):
+        _engines(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """One header line saying that specs are collected, with which engines and where files go."""
+    if not config.getoption("ownership", default=False):
+        return None
+    out = config.getoption("ownership_out") or "pytest's temporary directory"
+    return f"ownership: specs checked with {', '.join(_engines(config))}; counterexamples to {out}"
+
+
+def _is_spec_file(path: Path, config: pytest.Config) -> bool:
+    """A ``.py`` file that imports ownership and is neither a test module, a conftest nor private."""
+    if not config.getoption("ownership", default=False):
+        return False
+    if path.suffix != ".py" or path.name.startswith("_") or path.name == "conftest.py":
+        return False
+    if any(fnmatch.fnmatch(path.name, pattern) for pattern in config.getini("python_files")):
+        return False  # a test module: pytest's own collector runs it
+    try:
+        head = path.read_bytes()
+    except OSError:
+        return False
+    return _IMPORTS_OWNERSHIP.search(head) is not None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Spec files found while walking a folder."""
+    if _is_spec_file(file_path, parent.config) and not parent.session.isinitpath(file_path):
+        return SpecFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A spec file named on the command line: pytest would import it as a test module; check it instead."""
+    if _is_spec_file(module_path, parent.config):
+        return SpecFile.from_parent(parent, path=module_path)
+    return None
+
+
+class SpecLoadError(Exception):
+    """A spec file that does not load; shown as its one-line ``error[OWN0xx]`` message."""
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One engine's check of one spec, shared by that spec's items."""
+
+    result: CheckResult
+    outcomes: dict[str, InvariantOutcome]
+    files: tuple[str, ...]
+
+
+class SpecFile(pytest.File):
+    """A spec file: one item per invariant and engine; each engine runs once."""
+
+    spec: Spec
+    _runs: dict[str, _Run | BaseException]
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from ownership.errors import Code, OwnershipError
+        from ownership.spec.loader import load_spec
+
+        try:
+            self.spec = load_spec(self.path)
+        except OwnershipError as exc:
+            if exc.code is Code.SPEC_NO_SPEC:
+                return  # imports ownership but defines no spec: a helper module, not ours to check
+            raise SpecLoadError(exc.one_line()) from None
+        self._runs: dict[str, _Run | BaseException] = {}
+        for engine in _engines(self.config):
+            for name in self.spec.invariants:
+                item = SpecItem.from_parent(self, name=f"{name}[{engine}]", invariant=name, engine=engine)
+                item.add_marker("ownership")
+                yield item
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, SpecLoadError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def run(self, engine: str) -> _Run:
+        """The check of this spec with ``engine`` (run on first use, then shared)."""
+        cached = self._runs.get(engine)
+        if cached is None:
+            try:
+                cached = self._check(engine)
+            except Exception as exc:  # noqa: BLE001 - every item of this engine reports the same error
+                cached = exc
+            self._runs[engine] = cached
+        if isinstance(cached, BaseException):
+            raise cached
+        return cached
+
+    def _check(self, engine: str) -> _Run:
+        from ownership.core.expectation import Status, invariant_outcomes
+        from ownership.testing.assertions import run_check
+
+        max_seconds = self.config.getoption("ownership_max_seconds")
+        result = run_check(self.spec, engine, max_seconds=max_seconds)
+        outcomes = {o.invariant: o for o in invariant_outcomes(result, self.spec.expect)}
+        files: tuple[str, ...] = ()
+        violated = outcomes.get(result.violated or "")
+        if result.trace is not None and violated is not None and violated.status is Status.FAILED:
+            files = self._write(result, engine)  # only a failure's trace is worth a file; an expected one is not
+        return _Run(result, outcomes, files)
+
+    def _write(self, result: CheckResult, engine: str) -> tuple[str, ...]:
+        """The counterexample's files (a renderer failure keeps the text files and says so)."""
+        from ownership.errors import OwnershipError
+        from ownership.render.files import write_counterexample
+
+        assert result.trace is not None
+        out = self.config.getoption("ownership_out")
+        if out is not None:
+            folder = Path(out) / self.spec.name / engine
+        else:
+            factory = getattr(self.config, "_tmp_path_factory", None)  # set by pytest's tmp_path plugin
+            if factory is not None:
+                folder = factory.mktemp(f"ownership-{self.spec.name}-{engine}", numbered=True)
+            else:  # pragma: no cover - only with -p no:tmpdir
+                import tempfile
+
+                folder = Path(tempfile.mkdtemp(prefix=f"ownership-{self.spec.name}-{engine}-"))
+        try:
+            written = write_counterexample(result.trace, folder, formats=("svg",))
+        except OwnershipError as exc:
+            written = [p for p in (folder / "trace.json", folder / "trace.dot") if p.exists()]
+            return (*(str(p) for p in written), f"(no picture: {exc.one_line()})")
+        return tuple(str(p) for p in written)
+
+
+class SpecFailureError(Exception):
+    """An item whose invariant did not meet the spec's expectation; its text is the report."""
+
+
+class SpecItem(pytest.Item):
+    """One invariant of one spec under one engine."""
+
+    def __init__(self, *, invariant: str, engine: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.invariant = invariant
+        self.engine = engine
+
+    @property
+    def spec_file(self) -> SpecFile:
+        assert isinstance(self.parent, SpecFile)
+        return self.parent
+
+    def runtest(self) -> None:
+        spec = self.spec_file.spec
+        if spec.expect is None:
+            raise pytest.skip.Exception(
+                f"{spec.name} declares no expected verdict (add expect=safe() or expect=violates(...))",
+                _use_item_location=True,
+            )
+        run = self.spec_file.run(self.engine)
+        from ownership.core.expectation import Status
+
+        outcome = run.outcomes[self.invariant]
+        if outcome.status is Status.PASSED:
+            return
+        if outcome.status is Status.UNDECIDED:
+            # Reported at the item (the spec's invariant), not at this line of the plugin.
+            raise pytest.skip.Exception(outcome.message, _use_item_location=True)
+        raise SpecFailureError(self._report(run, outcome.message))
+
+    def _report(self, run: _Run, message: str) -> str:
+        from ownership.testing.assertions import failure_report
+
+        spec = self.spec_file.spec
+        assert spec.expect is not None
+        lines = [
+            f"{spec.name}: {self.invariant} ({self.engine}): {message}",
+            f"  expected: {spec.expect.describe()}",
+            "",
+        ]
+        lines += failure_report(run.result, spec, self._shown_path())
+        if run.files:
+            lines += ["", "  files: " + ", ".join(run.files)]
+            trace_json = next((f for f in run.files if f.endswith("trace.json")), None)
+            if trace_json is not None:
+                lines.append(f"  replay: ownership replay {trace_json}")
+        return "\n".join(lines)
+
+    def _shown_path(self) -> str:
+        try:
+            return str(self.path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(self.path)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+        from ownership.errors import OwnershipError
+
+        if isinstance(excinfo.value, SpecFailureError):
+            return str(excinfo.value)
+        if isinstance(excinfo.value, OwnershipError):
+            return excinfo.value.one_line()
+        return str(super().repr_failure(excinfo, style))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        spec = self.spec_file.spec
+        inv = spec.invariants.get(self.invariant)
+        # The invariant's line when the spec file defines it, else the spec's declaration
+        # (built-in invariants live in ownership.vocab).  pytest's lines are 0-based.
+        line = 0
+        for file, at in ((inv.file, inv.line) if inv is not None else (None, None), (spec.file, spec.line)):
+            if file is not None and at is not None and _same_file(file, self.path):
+                line = at - 1
+                break
+        return self.path, line, f"{spec.name}::{self.invariant}[{self.engine}]"
+
+
+def _same_file(a: str | Path, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == b.resolve()
+    except OSError:  # pragma: no cover - unreadable paths
+        return False
