@@ -30,3 +30,40 @@ def test_readme_example_spec_finds_its_bug(tmp_path: Path) -> None:
 def test_readme_names_the_two_commands() -> None:
     assert ".venv/bin/ownership check specs/sglang_disagg_v0_5_21.py" in README
     assert ".venv/bin/python -m pytest" in README
+
+
+def test_readme_adapter_runs_and_catches_a_seeded_bug(tmp_path: Path) -> None:
+    import importlib.util
+    import shutil
+    import sys
+
+    import pytest
+
+    block = README.split("<!-- readme-mbt: this block is checked by tests/test_readme.py -->", 1)[1]
+    code = re.search(r"```python\n(.*?)```", block, re.S)
+    assert code is not None
+    example = ROOT / "examples" / "paged_allocator"
+    for name in ("allocator.py", "allocator_spec.py"):
+        shutil.copy(example / name, tmp_path / name)
+    (tmp_path / "readme_adapter.py").write_text(code.group(1))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec = importlib.util.spec_from_file_location("readme_adapter", tmp_path / "readme_adapter.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["readme_adapter"] = module
+        spec.loader.exec_module(module)
+        module.test_allocator_follows_its_contract()
+
+        class Buggy(module.PagedAllocatorAdapter):  # type: ignore[name-defined,misc]
+            def setup(self) -> None:
+                self.impl = module.PagedAllocator(4, defects=["double_free_on_finish"])
+
+        from ownership.testing import assert_conforms
+
+        with pytest.raises(AssertionError, match=r"after finish\(A\): ref_cnt is \[-1, 0, 0, 0\]"):
+            assert_conforms(Buggy, max_examples=150, seed=0)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("allocator", None)
+        sys.modules.pop("readme_adapter", None)

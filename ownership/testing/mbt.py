@@ -130,6 +130,13 @@ class _Run:
     last_rows: list[_Row] = field(default_factory=list)
 
 
+def _source_of(cls: type) -> str | None:
+    try:
+        return inspect.getsourcefile(cls)
+    except (TypeError, OSError):  # defined in a module that is not importable by name
+        return None
+
+
 def _method_for(adapter_cls: type[Adapter], action: str) -> str | None:
     return action if callable(getattr(adapter_cls, action, None)) else None
 
@@ -336,7 +343,7 @@ def conformance_machine(inst: Instance, adapter_cls: type[Adapter]) -> type[Conf
         raise OwnershipError(
             Code.ADAPTER_INVALID,
             f"{adapter_cls.__name__} has no method for spec action(s) {', '.join(missing)} of {spec.name}",
-            inspect.getsourcefile(adapter_cls),
+            _source_of(adapter_cls),
         )
     unknown = sorted(set(adapter_cls.probe_disabled) - set(spec.actions))
     if unknown:
@@ -374,7 +381,7 @@ def _resolve_spec(adapter_cls: type[Adapter], spec: str | Path | Spec | None) ->
     if not path.is_absolute() and spec is None:
         # Relative to the file of the class that set `spec` (a subclass may live elsewhere).
         owner = next((c for c in adapter_cls.__mro__ if "spec" in vars(c)), adapter_cls)
-        source = inspect.getsourcefile(owner)
+        source = _source_of(owner)
         if source is not None and (Path(source).parent / path).exists():
             path = Path(source).parent / path
     return load_spec(path)
