@@ -131,6 +131,7 @@ class SpecMachine(RuleBasedStateMachine):
         self._enabled: dict[str, list[ActionInstance]] = {}
         self._pending: tuple[tuple[str, int], ActionInstance] | None = None
         self._drawn: tuple[State, ActionInstance, Successor] | None = None
+        self.deepest = 0
         log = self._log
         if log is not None:
             log.examples += 1
@@ -219,12 +220,20 @@ class SpecMachine(RuleBasedStateMachine):
         log.steps += 1
         log.action_counts[action] += 1
         log.max_depth = max(log.max_depth, len(self.path))
+        self.deepest = max(self.deepest, len(self.path))
         log.states.add(self.state)
         if self._progress is not None:
             now = time.monotonic()
             if now >= log.next_progress:
                 log.next_progress = now + self._progress_every
                 self._progress(StatefulProgress(log.examples, log.steps, len(log.states), now - log.started))
+
+    def teardown(self) -> None:
+        if self._log is not None:
+            # Targeted search: prefer examples whose runs get deep.  Failure
+            # paths (timeouts, aborts) end requests early, so depth rewards
+            # the long successful interleavings ownership bugs need.
+            hypothesis.target(float(self.deepest), label="depth of the deepest run")
 
     def _after(self) -> str:
         if not self.path:
