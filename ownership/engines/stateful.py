@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import hypothesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -129,6 +129,7 @@ class SpecMachine(RuleBasedStateMachine):
         self.path: list[tuple[int, tuple[Any, ...]]] = []
         self._enabled_at: State | None = None
         self._enabled: dict[str, list[ActionInstance]] = {}
+        self._any: dict[str, bool] = {}
         self._pending: tuple[tuple[str, int], ActionInstance] | None = None
         self._drawn: tuple[State, ActionInstance, Successor] | None = None
         self.deepest = 0
@@ -140,18 +141,36 @@ class SpecMachine(RuleBasedStateMachine):
 
     # -- enabledness, computed once per state ----------------------------------
     def enabled(self, action: str) -> list[ActionInstance]:
-        """The instances of ``action`` whose guard holds in the current state."""
+        """The instances of ``action`` whose guard holds in the current state (computed when asked)."""
         if self._enabled_at is not self.state:
-            inst = self._inst
-            state = self.state
-            self._enabled = {
-                name: [ai for ai in ais if inst.first_outcome(state, ai) is not None]
-                for name, ais in self._by_action.items()
-            }
-            self._enabled_at = state
-            if self._log is not None:
-                self._log.ever_enabled.update(n for n, ais in self._enabled.items() if ais)
-        return self._enabled[action]
+            self._enabled = {}
+            self._any = {}
+            self._enabled_at = self.state
+        found = self._enabled.get(action)
+        if found is None:
+            inst, state = self._inst, self.state
+            found = self._enabled[action] = [ai for ai in self._by_action[action] if inst.first_outcome(state, ai) is not None]
+            self._any[action] = bool(found)
+        return found
+
+    def can_run(self, action: str) -> bool:
+        """Whether some instance of ``action`` is enabled: a precondition, so it stops at the first one.
+
+        Hypothesis checks preconditions of several rules per step; running
+        every guard (an allocation scans the whole pool) only to answer yes
+        or no dominated large instances.
+        """
+        if self._enabled_at is not self.state:
+            self._enabled = {}
+            self._any = {}
+            self._enabled_at = self.state
+        known = self._any.get(action)
+        if known is None:
+            inst, state = self._inst, self.state
+            known = self._any[action] = any(inst.first_outcome(state, ai) is not None for ai in self._by_action[action])
+            if known and self._log is not None:
+                self._log.ever_enabled.add(action)
+        return known
 
     # -- argument strategies (the machine is Hypothesis' runner) ----------------
     def selected(self, action: str, draw: Callable[[st.SearchStrategy[Any]], Any]) -> ActionInstance:
@@ -272,11 +291,11 @@ def _make_rule(name: str, action: str, arg_names: Sequence[str]) -> Callable[...
 
     args: dict[str, st.SearchStrategy[Any]] = {n: argument(k) for k, n in enumerate(arg_names)}
     args[PICKS] = picks()
-    enabled = precondition(lambda self: bool(self.enabled(action)))
+    enabled = precondition(lambda self: self.can_run(action))
     return enabled(rule(**args)(step))  # type: ignore[call-overload]
 
 
-@precondition(lambda self: not any(self.enabled(a) for a in self._by_action))
+@precondition(lambda self: not any(self.can_run(a) for a in self._by_action))
 @rule()
 def _restart(self: SpecMachine) -> None:
     """Nothing can run (every request is done, or stuck): start a fresh run from the initial state.
@@ -349,6 +368,10 @@ def _settings(options: HypothesisOptions) -> settings:
         suppress_health_check=list(HealthCheck),
         print_blob=False,
         report_multiple_bugs=False,
+        # No Phase.explain: the engine rebuilds and explains its own trace, and
+        # Hypothesis' explain phase re-ran every shrink step under a tracer
+        # (it tripled the CPU time of a failing run).
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     )
 
 
@@ -367,6 +390,24 @@ def _reproduction(inst: Instance, exc: BaseException) -> str | None:
         f"{cls} = load_machine({path!r}{', ' if params else ''}{params})",
     ]
     return "\n".join(head + steps)
+
+
+def _never_enabled(inst: Instance, log: RunLog) -> list[str]:
+    """Actions enabled in none of the states the run visited (preconditions are asked lazily)."""
+    unseen = [a for a in inst.spec.actions if a not in log.ever_enabled]
+    if not unseen:
+        return []
+    inst.set_recording(False)
+    try:
+        for state in log.states:
+            for ai in inst.action_instances:
+                if ai.action.name in unseen and inst.first_outcome(state, ai) is not None:
+                    unseen.remove(ai.action.name)
+            if not unseen:
+                break
+    finally:
+        inst.set_recording(True)
+    return unseen
 
 
 def _machine_test(get_test: Callable[..., Callable[[], None]], machine: type[SpecMachine], options: HypothesisOptions) -> Callable[[], None]:
@@ -428,7 +469,7 @@ def check_stateful(
         opts["seed"] = seed
     elapsed = time.monotonic() - log.started
     counts = {a: log.action_counts.get(a, 0) for a in inst.spec.actions}
-    never = [a for a in inst.spec.actions if a not in log.ever_enabled]
+    never = _never_enabled(inst, log)
     notes = [
         f"ran {log.examples:,} random examples of up to {options.steps} steps ({log.steps:,} steps in all); "
         "Hypothesis counts only those that did not end early towards --max-examples"
