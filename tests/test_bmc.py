@@ -175,3 +175,30 @@ def test_prove_only_the_chosen_invariant() -> None:
     assert r.verdict is Verdict.PROVED and r.invariants == ("nonneg",)
     r = prove(Instance(load_spec(path)), BmcOptions())
     assert r.verdict is Verdict.VIOLATED and r.violated == "below_two"
+
+
+def test_bookkeeping_lemmas_are_kept_only_when_proved() -> None:
+    from ownership.engines.bmc import proven_lemmas
+    from ownership.engines.symbolic import SymbolicSpec
+    from ownership.vocab.symbolic import pool_lemmas
+
+    def kept(inst: Instance) -> tuple[int, int]:
+        sym = SymbolicSpec(inst, (), True)
+        own = inst.spec.extensions["ownership"]
+        proposed = [c for pool in own.pools for _n, c in pool_lemmas(pool, inst, sym.cells)]
+        return len(proven_lemmas(sym, BmcOptions())), len(proposed)
+
+    # A correct allocator: every bookkeeping fact is inductive.
+    n, total = kept(instance("sglang_disagg_v0_5_21", requests=1))
+    assert n == total > 0
+    # A double free puts a page on the free list twice: "free is 1 when unheld" is false there.
+    n, total = kept(instance("toy_double_free"))
+    assert 0 < n < total
+
+
+def test_partial_order_reduction_keeps_the_shortest_violation_with_two_requests() -> None:
+    # Two requests that share a pool: steps of different requests commute except on the pool.
+    e = explore(instance("toy_double_free", requests=2))
+    b = bmc(instance("toy_double_free", requests=2), BmcOptions(max_depth=10))
+    assert e.trace is not None and b.trace is not None
+    assert b.violated == e.violated and len(b.trace) == len(e.trace)

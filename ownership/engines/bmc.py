@@ -55,9 +55,34 @@ class _PathRef:
     path: Path
 
 
+def _cells_read(terms: Sequence[z3.ExprRef], cell_of: dict[int, int]) -> set[int]:
+    """Indices of the placeholder cells that occur in ``terms``."""
+    seen: set[int] = set()
+    out: set[int] = set()
+    todo = list(terms)
+    while todo:
+        t = todo.pop()
+        i = t.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i in cell_of:
+            out.add(cell_of[i])
+        else:
+            todo.extend(t.children())
+    return out
+
+
 @dataclass
 class Unroller:
-    """Per-step variables and constraints for one symbolic spec."""
+    """Per-step variables and constraints for one symbolic spec.
+
+    The transition relation is built once over placeholder terms (current
+    cells, next cells, the selector and the paths' fresh terms) and moved to
+    each step with a single substitution: building it per step and per path
+    cost more than the solver's early checks.  The paths of one step share
+    their fresh terms, since exactly one path is taken per step.
+    """
 
     sym: SymbolicSpec
     prefix: str = "s"
@@ -72,7 +97,154 @@ class Unroller:
         for j, pr in enumerate(self.paths):
             for cell in pr.path.writes:
                 self._writers.setdefault(cell, []).append(j)
-        self._aux_maps: dict[tuple[int, int], list[tuple[z3.ExprRef, z3.ExprRef]]] = {}
+        # Narrow selector: values -1 (stutter) .. len(paths) - 1, signed.
+        self._sel_bits = max(2, len(self.paths).bit_length() + 1)
+        aux: dict[int, z3.ExprRef] = {}
+        for pr in self.paths:
+            for a in pr.path.aux:
+                aux.setdefault(a.get_id(), a)
+        self._aux = list(aux.values())
+        self._aux_maps: dict[int, list[tuple[z3.ExprRef, z3.ExprRef]]] = {}
+        self._template: z3.BoolRef | None = None
+        self._inv: dict[str, z3.BoolRef] = {}
+        self._order: list[tuple[list[int], list[int]]] | None = None
+
+    # -- variables ---------------------------------------------------------------
+    def state(self, k: int) -> list[z3.ExprRef]:
+        while len(self.steps) <= k:
+            i = len(self.steps)
+            self.steps.append([z3.Const(f"{self.prefix}{i}!{c}", s) for c, s in enumerate(self.sym.sorts)])
+        return self.steps[k]
+
+    def selector(self, k: int) -> z3.BitVecRef:
+        return z3.BitVec(f"{self.prefix}sel!{k}", self._sel_bits)
+
+    def aux_at(self, k: int) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+        """The step-``k`` copies of the paths' fresh terms (shared by the step's paths)."""
+        if k not in self._aux_maps:
+            self._aux_maps[k] = [(a, z3.Const(f"{self.prefix}{k}!{a}", a.sort())) for a in self._aux]
+        return self._aux_maps[k]
+
+    def _subst(self, k: int, j: int | None) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+        pairs = list(zip(self.sym.cells, self.state(k), strict=True))
+        if j is not None and self._aux:
+            pairs += self.aux_at(k)
+        return pairs
+
+    def at(self, expr: z3.ExprRef, k: int, j: int | None = None) -> z3.ExprRef:
+        """``expr`` over placeholders (and path ``j``'s fresh terms) moved to step ``k``."""
+        return z3.substitute(expr, *self._subst(k, j))
+
+    # -- constraints ---------------------------------------------------------------
+    def init(self, inst: Instance) -> list[z3.BoolRef]:
+        x = self.state(0)
+        return [x[i] == to_z3(v, self.sym.sorts[i]) for i, v in enumerate(inst.init_state)]
+
+    def _transition_template(self) -> z3.BoolRef:
+        """The step relation over placeholders: ``x!i`` now, ``y!i`` next, ``sel!`` the path taken."""
+        if self._template is None:
+            sel = z3.BitVec("sel!", self._sel_bits)
+            lo = -1 if self.stutter else 0
+            out: list[z3.BoolRef] = [sel >= lo, sel < len(self.paths)]
+            for j, pr in enumerate(self.paths):
+                conds = pr.path.pc + pr.path.constraints
+                if conds:
+                    out.append(z3.Implies(sel == j, z3.And(*conds)))
+            for i, x in enumerate(self.sym.cells):
+                nxt: z3.ExprRef = x
+                for j in self._writers.get(i, ()):
+                    nxt = z3.If(sel == j, to_z3(self.paths[j].path.writes[i], self.sym.sorts[i]), nxt)
+                out.append(z3.Const(f"y!{i}", self.sym.sorts[i]) == nxt)
+            self._template = z3.And(*out)
+        return self._template
+
+    def transition(self, k: int) -> list[z3.BoolRef]:
+        """Constraints for the step from state ``k`` to ``k + 1``."""
+        template = self._transition_template()
+        pairs = self._subst(k, None)
+        pairs += [(z3.Const(f"y!{i}", s), v) for i, (s, v) in enumerate(zip(self.sym.sorts, self.state(k + 1), strict=True))]
+        pairs.append((z3.BitVec("sel!", self._sel_bits), self.selector(k)))
+        if self._aux:
+            pairs += self.aux_at(k)
+        return [z3.substitute(template, *pairs)]
+
+    def invariant(self, name: str, k: int) -> z3.BoolRef:
+        if name not in self._inv:
+            self._inv[name] = self.sym.invariant_formula(name)
+        return self.at(self._inv[name], k)
+
+    def types(self, k: int) -> list[z3.BoolRef]:
+        return self.sym.type_constraints(self.state(k))
+
+    # -- reductions (bmc only: they keep one execution per class, not every execution) --
+    def _keys(self) -> list[tuple[int, ...]]:
+        """Each path's action and non-page arguments: the order executions are normalised by."""
+        spec = self.sym.inst.spec
+        order = {n: i for i, n in enumerate(spec.actions)}
+        keys = []
+        for pr in self.paths:
+            ap = self.sym.actions[pr.action]
+            act = spec.actions[ap.action]
+            args = tuple(
+                a if isinstance(a, int) else -1
+                for d, a in zip(act.arg_domains, ap.arg_values, strict=True)
+                if d.name not in self.sym.reduced
+            )
+            keys.append((order[ap.action], *args))
+        return keys
+
+    def _order_tables(self) -> list[tuple[list[int], list[int]]]:
+        """Per path ``a``: the paths independent of it, and those of them with a greater key."""
+        if self._order is None:
+            cell_of = {c.get_id(): i for i, c in enumerate(self.sym.cells)}
+            reads: list[set[int]] = []
+            writes: list[set[int]] = []
+            for pr in self.paths:
+                p = pr.path
+                terms = [*p.pc, *p.constraints, *(to_z3(v, self.sym.sorts[c]) for c, v in p.writes.items())]
+                if any(isinstance(a, z3.ExprRef) for a in self.sym.actions[pr.action].arg_values):
+                    terms += [a for a in self.sym.actions[pr.action].arg_values if isinstance(a, z3.ExprRef)]
+                reads.append(_cells_read(terms, cell_of))
+                writes.append(set(p.writes))
+            keys = self._keys()
+            n = len(self.paths)
+            self._order = []
+            for a in range(n):
+                indep = [b for b in range(n) if not writes[a] & (reads[b] | writes[b]) and not writes[b] & reads[a]]
+                self._order.append((indep, [b for b in indep if keys[b] > keys[a]]))
+        return self._order
+
+    def commutation_order(self, k: int) -> list[z3.BoolRef]:
+        """Partial-order reduction: independent steps appear in key order (lexicographic normal form).
+
+        Two steps are independent when neither writes a cell the other reads
+        or writes; then both orders reach the same state.  Among the orderings
+        of an execution's independent steps only the lexicographically least
+        (by action and non-page arguments) is searched: step ``k`` may not
+        take path ``a`` if ``a`` could move back past a contiguous run of
+        steps independent of it, the first of which has a greater key
+        (Anisimov and Knuth's normal form of Mazurkiewicz traces).  The least
+        of all same-length executions reaching a state satisfies this and the
+        symmetry constraints at once, so the shortest violation is kept.
+        ``E!k!a`` is that "could move back" flag.
+        """
+        if k == 0:
+            return []
+        tables = self._order_tables()
+        prev, sel = self.selector(k - 1), self.selector(k)
+        out: list[z3.BoolRef] = []
+        for a, (indep, greater) in enumerate(tables):
+            if not indep:
+                continue
+            e = z3.Bool(f"{self.prefix}E!{k}!{a}")
+            terms: list[z3.BoolRef] = []
+            if greater:
+                terms.append(z3.Or(*[prev == b for b in greater]))
+            if k > 1:
+                terms.append(z3.And(z3.Bool(f"{self.prefix}E!{k - 1}!{a}"), z3.Or(*[prev == b for b in indep])))
+            out.append(e == (z3.Or(*terms) if terms else z3.BoolVal(False)))
+            out.append(z3.Implies(sel == a, z3.Not(e)))
+        return out
 
     def first_use_order(self, k: int) -> list[z3.BoolRef]:
         """Symmetry breaking: elements of a symmetric argument domain are first used in index order.
@@ -106,58 +278,6 @@ class Unroller:
             if e > 0 and (dname, e - 1) in uses:
                 out.append(z3.Implies(used, z3.Bool(f"{self.prefix}seen!{dname}!{e - 1}!{k}")))
         return out
-
-    def state(self, k: int) -> list[z3.ExprRef]:
-        while len(self.steps) <= k:
-            i = len(self.steps)
-            self.steps.append([z3.Const(f"{self.prefix}{i}!{c}", s) for c, s in enumerate(self.sym.sorts)])
-        return self.steps[k]
-
-    def selector(self, k: int) -> z3.BitVecRef:
-        return z3.BitVec(f"{self.prefix}sel!{k}", 32)
-
-    def _subst(self, k: int, j: int | None) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
-        pairs = list(zip(self.sym.cells, self.state(k), strict=True))
-        if j is not None:
-            key = (k, j)
-            if key not in self._aux_maps:
-                self._aux_maps[key] = [
-                    (a, z3.Const(f"{self.prefix}{k}!p{j}!{a}", a.sort())) for a in self.paths[j].path.aux
-                ]
-            pairs += self._aux_maps[key]
-        return pairs
-
-    def at(self, expr: z3.ExprRef, k: int, j: int | None = None) -> z3.ExprRef:
-        """``expr`` over placeholders (and path ``j``'s fresh terms) moved to step ``k``."""
-        return z3.substitute(expr, *self._subst(k, j))
-
-    def init(self, inst: Instance) -> list[z3.BoolRef]:
-        x = self.state(0)
-        return [x[i] == to_z3(v, self.sym.sorts[i]) for i, v in enumerate(inst.init_state)]
-
-    def transition(self, k: int) -> list[z3.BoolRef]:
-        """Constraints for the step from state ``k`` to ``k + 1``."""
-        sel = self.selector(k)
-        x, y = self.state(k), self.state(k + 1)
-        lo = -1 if self.stutter else 0
-        out: list[z3.BoolRef] = [sel >= lo, sel < len(self.paths)]
-        for j, pr in enumerate(self.paths):
-            conds = pr.path.pc + pr.path.constraints
-            if conds:
-                out.append(z3.Implies(sel == j, self.at(z3.And(*conds), k, j)))
-        for i in range(len(x)):
-            nxt: z3.ExprRef = x[i]
-            for j in self._writers.get(i, ()):
-                value = to_z3(pr_value(self.paths[j].path.writes[i]), self.sym.sorts[i])
-                nxt = z3.If(sel == j, self.at(value, k, j), nxt)
-            out.append(y[i] == nxt)
-        return out
-
-    def invariant(self, name: str, k: int) -> z3.BoolRef:
-        return self.at(self.sym.invariant_formula(name), k)
-
-    def types(self, k: int) -> list[z3.BoolRef]:
-        return self.sym.type_constraints(self.state(k))
 
 
 def pr_value(v: Any) -> Any:
@@ -260,10 +380,53 @@ def _checked(sym: SymbolicSpec, options: BmcOptions) -> list[str]:
 
 
 def _solver(options: BmcOptions) -> z3.Solver:
-    s = z3.Solver()
+    # Every formula is bit-vector logic: Z3's QF_BV solver bit-blasts to its SAT core,
+    # incrementally under assumptions (several times faster than the general SMT core here).
+    s = z3.SolverFor("QF_BV")
     if options.solver_timeout is not None:
         s.set("timeout", max(1, int(options.solver_timeout * 1000)))
     return s
+
+
+def proven_lemmas(sym: SymbolicSpec, options: BmcOptions) -> list[z3.BoolRef]:
+    """The vocabulary's candidate lemmas that the solver proves invariant (Houdini).
+
+    A candidate survives if it holds initially and, together with the other
+    survivors, after any step from any state where they all hold; failing
+    candidates are dropped until the set is 1-inductive.  Survivors hold in
+    every reachable state, so assuming them at every step loses nothing.
+    """
+    own = sym.inst.spec.extensions.get("ownership")
+    pools = list(getattr(own, "pools", ()))
+    if not pools:
+        return []
+    from ownership.vocab.symbolic import pool_lemmas
+
+    cands = [f for pool in pools for _name, f in pool_lemmas(pool, sym.inst, sym.cells)]
+    init = list(zip(sym.cells, (to_z3(v, srt) for v, srt in zip(sym.inst.init_state, sym.sorts, strict=True)), strict=True))
+    cands = [c for c in cands if z3.is_true(z3.simplify(z3.substitute(c, *init)))]
+    un = Unroller(sym, prefix="l")
+    s = _solver(options)
+    s.add(*_where(sym, options))
+    s.add(*un.types(0))
+    s.add(*un.transition(0))
+    while cands:
+        now = [un.at(c, 0) for c in cands]
+        nxt = [un.at(c, 1) for c in cands]
+        s.push()
+        s.add(*now)
+        s.add(z3.Or(*[z3.Not(c) for c in nxt]))
+        answer = s.check()
+        if answer == z3.unsat:
+            s.pop()
+            return cands
+        if answer == z3.unknown:
+            s.pop()
+            return []
+        model = s.model()
+        cands = [c for c, c1 in zip(cands, nxt, strict=True) if not z3.is_false(model.eval(c1, model_completion=True))]
+        s.pop()
+    return []
 
 
 def _first_failing(un: Unroller, model: z3.ModelRef, names: Sequence[str], k: int) -> str:
@@ -293,6 +456,8 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     solver = _solver(options)
     solver.add(*un.init(inst))
     solver.add(*_where(sym, options))
+    lemmas = proven_lemmas(sym, options)
+    solver.add(*[un.at(c, 0) for c in lemmas])
     opts = _opts(options)
     notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances", COVERAGE_NOTE]
 
@@ -305,23 +470,29 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
         )
 
     for k in range(options.max_depth + 1):
-        solver.push()
-        solver.add(z3.Or(*[z3.Not(un.invariant(n, k)) for n in names]))
-        answer = solver.check()
+        # One solver for all depths; the depth-k question is asked under an assumption
+        # literal, so what the solver learned at earlier depths is kept.
+        bad = z3.Bool(f"bad!{k}")
+        solver.add(z3.Implies(bad, z3.Or(*[z3.Not(un.invariant(n, k)) for n in names])))
+        answer = solver.check(bad)
         if answer == z3.sat:
             model = solver.model()
-            bad = _first_failing(un, model, names, k)
-            trace, _ = extract(un, model, k, _instance_factory(inst), "bmc", bad)
-            return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad, trace)
+            bad_inv = _first_failing(un, model, names, k)
+            trace, _ = extract(un, model, k, _instance_factory(inst), "bmc", bad_inv)
+            return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
         if answer == z3.unknown:
             reason = solver.reason_unknown()
             return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
                 f"inconclusive: z3 answered unknown ({reason}) at depth {k}; no violation up to depth {k - 1}"])
-        solver.pop()
         if k == options.max_depth:
             break
+        # No state at depth <= k violates an invariant, so the shortest violation (if any)
+        # passes only through states that satisfy them all: assume so (it prunes the search).
+        solver.add(*[un.invariant(n, k) for n in names])
         solver.add(*un.transition(k))
         solver.add(*un.first_use_order(k))
+        solver.add(*un.commutation_order(k))
+        solver.add(*[un.at(c, k + 1) for c in lemmas])
         if progress is not None:
             progress(_Progress(k + 1, time.perf_counter() - start))
         # No path of k+1 steps: every execution ends within k steps, all of them checked.
@@ -410,6 +581,8 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     base_solver = _solver(options)
     base_solver.add(*base.init(inst))
     base_solver.add(*_where(sym, options))
+    # Proven bookkeeping lemmas strengthen the induction (they rule out unreachable starts).
+    lemmas = proven_lemmas(sym, options)
     opts = _opts(options)
     shown = _shown_params(inst, options)
     cti: Trace | None = None
@@ -446,6 +619,7 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
         s.add(*_where(sym, options))
         for i in range(k + 2):
             s.add(*step.types(i))
+            s.add(*[step.at(c, i) for c in lemmas])
         for i in range(k + 1):
             s.add(*step.transition(i))
             s.add(*[step.invariant(n, i) for n in all_invs])
@@ -497,7 +671,7 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     params = list(sym.param_terms.values())
     inv = z3.Function("Reach", *[c.sort() for c in x], *[p.sort() for p in params], z3.BoolSort())
     trans = un.transition(0)
-    locals_ = [un.selector(0)] + [new for (k, _j), pairs in un._aux_maps.items() if k == 0 for _old, new in pairs]
+    locals_ = [un.selector(0)] + [new for _old, new in un.aux_at(0)]
     s = z3.SolverFor("HORN")
     s.set("engine", "spacer")
     budget = options.spacer_timeout if options.solver_timeout is None else min(options.spacer_timeout, options.solver_timeout)

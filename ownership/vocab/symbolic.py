@@ -208,4 +208,30 @@ def _or_into(s: SymView, var: str, r: int, conds: Sequence[z3.BoolRef]) -> None:
     s.set_term(pos, z3.Or(s.cell_term(pos), *conds))
 
 
-__all__ = ["Disabled", "SymPages", "alloc", "available", "free_pages", "pages_of", "read", "transfer", "write"]
+def pool_lemmas(pool: PagePool, inst: Any, cells: Sequence[z3.ExprRef]) -> list[tuple[str, z3.BoolRef]]:
+    """Candidate facts about ``pool``'s bookkeeping, per page, over the state ``cells``.
+
+    They hold in every protocol that allocates and frees correctly, and fail
+    in the buggy ones (a double free puts a page on the free list twice).  The
+    engine keeps only those it proves inductive (Houdini) and then assumes
+    them at every step, which spares the solver re-deriving them per depth.
+    """
+    out: list[tuple[str, z3.BoolRef]] = []
+    free = inst.layouts[pool.free_var]
+    hold = inst.layouts[pool.holders_var]
+    slot = inst.layouts[pool.slot_var]
+    for p in range(free.length):
+        f = cells[free.offset + p]
+        h = cells[hold.offset + p]
+        sl = cells[slot.offset + p]
+        zero = z3.BitVecVal(0, h.size())
+        single = z3.And(h != zero, h & (h - 1) == zero)
+        out.append((f"{pool.free_var}[{p}] is 1 when unheld", z3.Implies(h == zero, f == 1)))
+        out.append((f"{pool.free_var}[{p}] is 0 when held", z3.Implies(h != zero, f == 0)))
+        out.append((f"{pool.holders_var}[{p}] has at most one holder", z3.Or(h == zero, single)))
+        out.append((f"{pool.slot_var}[{p}] is -1 exactly when unheld", (h == zero) == (sl == -1)))
+        out.append((f"{pool.slot_var}[{p}] is at least -1", sl >= -1))
+    return out
+
+
+__all__ = ["Disabled", "SymPages", "alloc", "available", "free_pages", "pages_of", "pool_lemmas", "read", "transfer", "write"]
