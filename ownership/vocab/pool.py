@@ -100,6 +100,8 @@ class Ownership:
 
         def no_double_ownership(s: Any) -> bool:
             """No page is held by two requests, or held while it sits on the free list."""
+            if s.symbolic:
+                return _sym().no_double_ownership(s, pools)  # type: ignore[no-any-return]
             for pool in pools:
                 for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
                     if h & (h - 1) or (h and f):
@@ -110,6 +112,8 @@ class Ownership:
             """When no request is in flight, every page is back on the free list exactly once."""
             if not (idle(s) if idle is not None else s.terminal()):
                 return True
+            if s.symbolic:
+                return _sym().all_pages_returned(s, pools)  # type: ignore[no-any-return]
             for pool in pools:
                 for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
                     if h or f != 1:

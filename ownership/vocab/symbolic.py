@@ -234,4 +234,23 @@ def pool_lemmas(pool: PagePool, inst: Any, cells: Sequence[z3.ExprRef]) -> list[
     return out
 
 
-__all__ = ["Disabled", "SymPages", "alloc", "available", "free_pages", "pages_of", "pool_lemmas", "read", "transfer", "write"]
+def no_double_ownership(s: SymView, pools: Sequence[PagePool]) -> Sym:
+    """No page has two holders, or a holder while on the free list: one term, no fork per page."""
+    conds: list[z3.BoolRef] = []
+    for pool in pools:
+        for h, f in zip(_terms(s, pool.holders_var), _terms(s, pool.free_var), strict=True):
+            zero = z3.BitVecVal(0, h.size())
+            conds.append(z3.And((h & (h - 1)) == zero, z3.Or(h == zero, f == 0)))
+    return Sym(z3.And(conds) if conds else z3.BoolVal(True), s._enc.explorer)
+
+
+def all_pages_returned(s: SymView, pools: Sequence[PagePool]) -> Sym:
+    """Every page unheld and on the free list exactly once: one term, no fork per page."""
+    conds: list[z3.BoolRef] = []
+    for pool in pools:
+        for h, f in zip(_terms(s, pool.holders_var), _terms(s, pool.free_var), strict=True):
+            conds.append(z3.And(h == z3.BitVecVal(0, h.size()), f == 1))
+    return Sym(z3.And(conds) if conds else z3.BoolVal(True), s._enc.explorer)
+
+
+__all__ = ["Disabled", "all_pages_returned", "no_double_ownership", "SymPages", "alloc", "available", "free_pages", "pages_of", "pool_lemmas", "read", "transfer", "write"]
