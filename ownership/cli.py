@@ -698,7 +698,7 @@ def prove(
     param: ParamOpt = None,
     max_k: Annotated[int, typer.Option(help="Largest k for k-induction before Spacer is tried.")] = 2,
     spacer: Annotated[bool, typer.Option("--spacer/--no-spacer", help="Fall back to Z3's Spacer (IC3/PDR) when k-induction does not close.")] = True,
-    spacer_timeout: Annotated[float, typer.Option(help="Seconds for Spacer before giving up (exit 3).")] = 120.0,
+    spacer_timeout: Annotated[float, typer.Option(help="Seconds for Spacer before giving up (exit 3).")] = 600.0,
     solver_timeout: Annotated[float | None, typer.Option(help="Seconds per solver call (unknown -> exit 3).")] = None,
     free: Annotated[list[str] | None, typer.Option("--free", help="Prove for every value of this parameter (repeatable).")] = None,
     where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,

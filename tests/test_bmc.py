@@ -48,9 +48,9 @@ def test_bmc_trace_replays_from_the_command_line(tmp_path: Path) -> None:
     spec = str(CORPUS / "toy_double_free.py")
     res = CliRunner().invoke(app, ["check", spec, "--engine", "bmc", "--out", str(tmp_path), "--no-render"])
     assert res.exit_code == 1, res.output
-    assert "(bmc)" in res.output.splitlines()[0]
+    assert "(bmc)" in res.stdout.splitlines()[0]
     res = CliRunner().invoke(app, ["replay", str(tmp_path / "trace.json")])
-    assert res.exit_code == 0 and res.output.startswith("REPLAYED")
+    assert res.exit_code == 0 and res.stdout.startswith("REPLAYED")
 
 
 def test_a_wrong_encoding_is_caught_by_the_replay_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,7 +143,7 @@ def test_solver_unknown_exits_3() -> None:
     res = CliRunner().invoke(app, ["check", str(CORPUS / "toy_safe_counter.py"), "--engine", "bmc",
                                    "--solver-timeout", "0.000001", "--no-render"])
     assert res.exit_code == 3, res.output
-    assert res.output.startswith("UNKNOWN") and "unknown" in res.output
+    assert res.stdout.startswith("UNKNOWN") and "unknown" in res.output
 
 
 def test_free_parameter_that_sizes_a_domain_is_refused() -> None:

@@ -43,7 +43,7 @@ def test_check_violation_exits_1_prints_trace_and_writes_files(tmp_path: Path) -
 def test_check_safe_exits_0_and_says_what_it_covered() -> None:
     res = invoke("check", V22, "--no-render")
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("PROVED  sglang_disagg_v0_5_22")
+    assert res.stdout.startswith("PROVED  sglang_disagg_v0_5_22")
     assert "all reachable states of this instance checked" in res.output
     assert "435 distinct states" in res.output
 
@@ -51,14 +51,14 @@ def test_check_safe_exits_0_and_says_what_it_covered() -> None:
 def test_check_depth_bound_exits_0_and_names_the_bound() -> None:
     res = invoke("check", V22, "--max-depth", "4")
     assert res.exit_code == 0
-    assert res.output.startswith("BOUNDED_OK")
+    assert res.stdout.startswith("BOUNDED_OK")
     assert "up to 4 steps" in res.output and "NOT checked" in res.output
 
 
 def test_check_state_limit_is_inconclusive_exit_3() -> None:
     res = invoke("check", V22, "--max-states", "20")
     assert res.exit_code == 3, res.output
-    assert res.output.startswith("UNKNOWN") and "inconclusive" in res.output
+    assert res.stdout.startswith("UNKNOWN") and "inconclusive" in res.output
 
 
 def test_param_override_changes_the_instance() -> None:
@@ -148,7 +148,7 @@ def test_replay_confirms_and_detects_divergence(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     res = invoke("replay", str(trace))
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("REPLAYED") and "no_foreign_read is violated" in res.output
+    assert res.stdout.startswith("REPLAYED") and "no_foreign_read is violated" in res.output
     data = json.loads(trace.read_text())
     data["steps"][9]["state"]["d_queue"]["B"] = "RUNNING"
     bad = tmp_path / "tampered.json"

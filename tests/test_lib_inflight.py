@@ -207,7 +207,7 @@ def test_the_vllm_fix_is_proved_by_one_induction_with_its_helpers() -> None:
 def test_committed_counterexamples_replay(tmp_path: Path) -> None:
     for name in (SGLANG_BUGGY, VLLM_BUGGY):
         res = CliRunner().invoke(app, ["replay", str(SPECS.parent / "counterexamples" / name / "trace.json")])
-        assert res.exit_code == 0 and res.output.startswith("REPLAYED"), res.output
+        assert res.exit_code == 0 and res.stdout.startswith("REPLAYED"), res.output
 
 
 # -- vocabulary unit tests -------------------------------------------------------------------

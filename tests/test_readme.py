@@ -21,7 +21,7 @@ def test_readme_example_spec_finds_its_bug(tmp_path: Path) -> None:
     spec.write_text(code.group(1))
     res = CliRunner().invoke(app, ["check", str(spec), "--out", str(tmp_path / "ce")])
     assert res.exit_code == 1, res.output
-    assert res.output.startswith("VIOLATED  no_foreign_read  in abort_frees_early")
+    assert res.stdout.startswith("VIOLATED  no_foreign_read  in abort_frees_early")
     assert (tmp_path / "ce" / "trace.svg").exists()
     res = CliRunner().invoke(app, ["test", str(tmp_path)])
     assert res.exit_code == 0, res.output

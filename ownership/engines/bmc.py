@@ -46,7 +46,7 @@ class BmcOptions:
     invariants: tuple[str, ...] | None = None
     symmetry: bool = True
     spacer: bool = True
-    spacer_timeout: float = 120.0
+    spacer_timeout: float = 600.0
 
 
 @dataclass
