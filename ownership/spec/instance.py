@@ -529,30 +529,17 @@ class Instance:
         Returns ``None`` if the action is disabled or a recorded value is not
         among the options at that point.
         """
-        view = self.view
-        view.cur[:] = state
-        view.events.clear()
-        view._picks.clear()
-        view._counts.clear()
-        view._chosen.clear()
-        view._prefix.clear()
-        object.__setattr__(view, "_forced", tuple(picks))
-        try:
-            ai.action.fn(view, *ai.args)
-        except Disabled:
+        succ = self._run_once(state, ai, "_forced", tuple(picks))
+        if succ is None or len(succ.picks) != len(picks):
             return None
-        except OwnershipError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - spec code is user code
-            raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
-        finally:
-            object.__setattr__(view, "_forced", None)
-        if len(view._chosen) != len(picks):
-            return None
-        return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+        return succ
 
     def run_with_chooser(self, state: State, ai: ActionInstance, chooser: Callable[[Sequence[Any]], Any]) -> Successor | None:
         """Run ``ai`` once, letting ``chooser(options)`` make every ``s.choose``; ``None`` if disabled."""
+        return self._run_once(state, ai, "_chooser", chooser)
+
+    def _run_once(self, state: State, ai: ActionInstance, hook: str, value: Any) -> Successor | None:
+        """One run of ``ai`` with the view's choice ``hook`` (``_forced`` or ``_chooser``) set to ``value``."""
         view = self.view
         view.cur[:] = state
         view.events.clear()
@@ -560,7 +547,7 @@ class Instance:
         view._counts.clear()
         view._chosen.clear()
         view._prefix.clear()
-        object.__setattr__(view, "_chooser", chooser)
+        object.__setattr__(view, hook, value)
         try:
             ai.action.fn(view, *ai.args)
         except Disabled:
@@ -570,7 +557,7 @@ class Instance:
         except Exception as exc:  # noqa: BLE001 - spec code is user code
             raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
         finally:
-            object.__setattr__(view, "_chooser", None)
+            object.__setattr__(view, hook, None)
         return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
 
     def first_outcome(self, state: State, ai: ActionInstance) -> Successor | None:
