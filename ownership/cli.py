@@ -303,7 +303,7 @@ def _run_check(
         typer.echo(f"  replay: ownership replay {out_dir / 'trace.json'}")
     typer.echo(
         "  reproduce: "
-        + reproduce_command(str(spec_path), inst.param_values, spec.default_params(), settings.reproduce_flags(result))
+        + reproduce_command(str(spec_path), inst.param_values, spec.default_params(), settings.reproduce_flags(next((r for r in results if r.engine == "hypothesis"), result)))
     )
     if record is not None:
         from ownership.render.ci import spec_run

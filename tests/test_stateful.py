@@ -108,3 +108,11 @@ def test_cli_writes_the_same_artefacts_as_other_engines(tmp_path: Path, monkeypa
 def test_cli_refuses_random_options_for_other_engines() -> None:
     code, _ = _cli(str(CORPUS / "toy_double_free.py"), "--seed", "3")
     assert code == 2
+
+
+def test_engine_all_runs_hypothesis_and_its_reproduce_line_has_the_seed(tmp_path: Path) -> None:
+    code, out = _cli(str(CORPUS / "toy_double_free.py"), "--engine", "all", "--no-render", "--out", str(tmp_path))
+    assert code == 1, out
+    assert "agrees: hypothesis says VIOLATED" in out
+    reproduce = [ln for ln in out.splitlines() if ln.strip().startswith("reproduce:")][0]
+    assert "--engine all" in reproduce and "--seed " in reproduce
