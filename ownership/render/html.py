@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import inspect
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from ownership.core.result import CheckResult, Verdict
 from ownership.core.trace import Trace, changed_fields
 from ownership.errors import OwnershipError
 from ownership.render.dot import trace_to_dot
-from ownership.render.text import describe_event, explain_headline, headline
+from ownership.render.text import describe_event, display_path, explain_headline, format_value, headline
 
 if TYPE_CHECKING:
     from ownership.engines.diagnose import Diagnosis
@@ -205,23 +204,7 @@ def _badge(verdict: Verdict) -> str:
 
 
 def _rel(path: str | None) -> str:
-    if not path:
-        return "(unknown file)"
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return "{" + ",".join(str(v) for v in value) + "}"
-    return str(value)
+    return display_path(path) if path else "(unknown file)"
 
 
 def _violation_line(trace: Trace) -> str:
@@ -255,7 +238,7 @@ def _steps_table(trace: Trace, hidden: set[str]) -> str:
     last = len(trace.steps)
     for i, step in enumerate(trace.steps, start=1):
         changes = [
-            f"{_e(name)}: {_e(_fmt(a))} &rarr; {_e(_fmt(b))}"
+            f"{_e(name)}: {_e(format_value(a))} &rarr; {_e(format_value(b))}"
             for name, a, b in changed_fields(prev, step.state)
             if name.split("[")[0] not in hidden
         ]

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 WIDTH = 100
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A state value as the tables print it (``none``, ``yes``/``no``, ``{A,B}``)."""
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -70,7 +71,7 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
     lines = [f"  {'#':>3}  {'action':<32} changes"]
     if trace.extra.get("cti"):
         # The start of a counterexample to induction is arbitrary: show all of it.
-        cells = [f"{name}={_fmt(v)}" for name, _old, v in changed_fields({k: _blank(v) for k, v in trace.initial.items()}, trace.initial)]
+        cells = [f"{name}={format_value(v)}" for name, _old, v in changed_fields({k: _blank(v) for k, v in trace.initial.items()}, trace.initial)]
         wrapped = textwrap.wrap(", ".join(cells), width=WIDTH - 40) or [""]
         lines.append(f"  {0:>3}  {'(start: satisfies every invariant)':<32} {wrapped[0]}")
         lines.extend(f"  {'':>3}  {'':<32} {w}" for w in wrapped[1:])
@@ -82,7 +83,7 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
     prev: Mapping[str, Any] = trace.initial
     for i, step in enumerate(trace.steps, start=1):
         changes = [
-            f"{name}: {_fmt(a)}->{_fmt(b)}"
+            f"{name}: {format_value(a)}->{format_value(b)}"
             for name, a, b in changed_fields(prev, step.state)
             if name.split("[")[0] not in hidden
         ]
@@ -160,16 +161,21 @@ def _condition_text(c: Condition) -> str:
     return c.text + (" [unread]" if c.unchecked else "")
 
 
-def _where(a: NecessaryAction) -> str:
-    if not a.file:
-        return "(source unknown)"
+def display_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies inside it, else as given."""
     import os
 
     try:
-        rel = os.path.relpath(a.file)
+        rel = os.path.relpath(path)
     except ValueError:  # another drive on Windows
-        rel = a.file
-    return f"{rel if not rel.startswith('..') else a.file}:{a.line}"
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _where(a: NecessaryAction) -> str:
+    if not a.file:
+        return "(source unknown)"
+    return f"{display_path(a.file)}:{a.line}"
 
 
 def _focus_conditions(a: NecessaryAction) -> list[Condition]:
