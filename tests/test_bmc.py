@@ -186,7 +186,8 @@ def test_bookkeeping_lemmas_are_kept_only_when_proved() -> None:
         sym = SymbolicSpec(inst, (), True)
         own = inst.spec.extensions["ownership"]
         proposed = [c for pool in own.pools for _n, c in pool_lemmas(pool, inst, sym.cells)]
-        return len(proven_lemmas(sym, BmcOptions())), len(proposed)
+        proven = {c.get_id() for c in proven_lemmas(sym, BmcOptions())}
+        return sum(c.get_id() in proven for c in proposed), len(proposed)
 
     # A correct allocator: every bookkeeping fact is inductive.
     n, total = kept(instance("sglang_disagg_v0_5_21", requests=1))
@@ -202,3 +203,46 @@ def test_partial_order_reduction_keeps_the_shortest_violation_with_two_requests(
     b = bmc(instance("toy_double_free", requests=2), BmcOptions(max_depth=10))
     assert e.trace is not None and b.trace is not None
     assert b.violated == e.violated and len(b.trace) == len(e.trace)
+
+
+# -- integer width: narrow encodings are widened when an execution outgrows them ----
+
+
+def test_narrow_encoding_is_widened_before_it_can_hide_a_violation(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At 4 bits (-8..7) the counter overflows at 8: had the overflowing step simply been
+    # left out, bmc would report no violation, and prove would prove below_ten.
+    import ownership.engines.bmc as engine
+
+    monkeypatch.setattr(engine, "initial_width", lambda inst, free=(): 4)
+    inst = Instance(load_spec(SOLVER / "count_to_ten.py"))
+    b = bmc(inst, BmcOptions(max_depth=12))
+    assert b.verdict is Verdict.VIOLATED and b.trace is not None and len(b.trace) == 10
+    assert any("4-bit integers were too narrow" in n for n in b.notes)
+    assert any("integers are 8-bit" in n for n in b.notes)
+    p = prove(Instance(load_spec(SOLVER / "count_to_ten.py")), BmcOptions())
+    assert p.verdict is Verdict.VIOLATED
+
+
+def test_a_constant_too_wide_for_the_encoding_widens_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ownership.engines.bmc as engine
+
+    monkeypatch.setattr(engine, "initial_width", lambda inst, free=(): 4)
+    r = bmc(Instance(load_spec(SOLVER / "two_invariants.py")), BmcOptions(max_depth=5))
+    assert r.verdict is Verdict.VIOLATED and r.violated == "below_two"
+    assert any("integers are 4-bit" in n for n in r.notes)
+    # 1000 needs 11 bits: the 4-bit and 8-bit encodings are given up on.
+    r = prove(Instance(load_spec(SOLVER / "runaway_needs_helper.py")), BmcOptions(spacer=False))
+    assert any("8-bit integers were too narrow" in n for n in r.notes)
+    assert any("integers are 16-bit" in n for n in r.notes)
+
+
+def test_values_that_outgrow_every_width_give_unknown_not_a_proof() -> None:
+    inst = Instance(load_spec(SOLVER / "tripling.py"))
+    b = bmc(inst, BmcOptions(max_depth=5))
+    # 3**5 = 243 does not fit 8 bits: checked at 16 bits, and so said.
+    assert b.verdict is Verdict.BOUNDED_OK
+    assert any("8-bit integers were too narrow" in n for n in b.notes)
+    assert any("integers are 16-bit" in n for n in b.notes)
+    p = prove(Instance(load_spec(SOLVER / "tripling.py")), BmcOptions(spacer=False))
+    assert p.verdict is Verdict.UNKNOWN
+    assert any("overflows 8-bit integers" in n for n in p.notes)

@@ -29,7 +29,17 @@ from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
 from ownership.spec.types import BoolType, Ref, RefSet
 
-from .symbolic import COVERAGE_NOTE, Path, SymbolicSpec, int_of, parameter_constraints, to_z3
+from .symbolic import (
+    MAX_WIDTH,
+    WIDTH,
+    Path,
+    SymbolicSpec,
+    WidthError,
+    coverage_note,
+    int_of,
+    parameter_constraints,
+    to_z3,
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,7 @@ class Unroller:
         self._aux_maps: dict[int, list[tuple[z3.ExprRef, z3.ExprRef]]] = {}
         self._template: z3.BoolRef | None = None
         self._inv: dict[str, z3.BoolRef] = {}
+        self._overflow: z3.BoolRef | None = None
         self._order: list[tuple[list[int], list[int]]] | None = None
 
     # -- variables ---------------------------------------------------------------
@@ -138,7 +149,7 @@ class Unroller:
     # -- constraints ---------------------------------------------------------------
     def init(self, inst: Instance) -> list[z3.BoolRef]:
         x = self.state(0)
-        return [x[i] == to_z3(v, self.sym.sorts[i]) for i, v in enumerate(inst.init_state)]
+        return [x[i] == t for i, t in enumerate(self.sym.init_terms())]
 
     def _transition_template(self) -> z3.BoolRef:
         """The step relation over placeholders: ``x!i`` now, ``y!i`` next, ``sel!`` the path taken."""
@@ -153,7 +164,7 @@ class Unroller:
             for i, x in enumerate(self.sym.cells):
                 nxt: z3.ExprRef = x
                 for j in self._writers.get(i, ()):
-                    nxt = z3.If(sel == j, to_z3(self.paths[j].path.writes[i], self.sym.sorts[i]), nxt)
+                    nxt = z3.If(sel == j, self.sym.value_term(self.paths[j].path.writes[i], i), nxt)
                 out.append(z3.Const(f"y!{i}", self.sym.sorts[i]) == nxt)
             self._template = z3.And(*out)
         return self._template
@@ -172,6 +183,42 @@ class Unroller:
         if name not in self._inv:
             self._inv[name] = self.sym.invariant_formula(name)
         return self.at(self._inv[name], k)
+
+    def overflow(self, k: int) -> z3.BoolRef:
+        """Some step from state ``k`` (with some choice) computes an integer the width cannot hold.
+
+        Only the overflow points left by :meth:`rule_out_overflows` (all, if not called).
+        """
+        if self._overflow is None:
+            self._overflow = z3.Or(*self.sym.overflow_points())
+        if z3.is_false(z3.simplify(self._overflow)):
+            return z3.BoolVal(False)
+        return z3.substitute(self._overflow, *self._subst(k, None), *self.aux_at(k))
+
+    def rule_out_overflows(self, lemmas: Sequence[z3.BoolRef], options: BmcOptions) -> int:
+        """Drop the overflow points no state satisfying the proven ``lemmas`` can reach; return how many.
+
+        Sound because the lemmas hold in every state reached without an
+        overflow, and the first overflow of any execution would happen in such
+        a state: a point the lemmas exclude can never be the first, so never
+        happens.  (A double free, say, makes a page's free count 2; where the
+        lemmas prove counts stay 0 or 1, incrementing one cannot overflow.)
+        """
+        points = self.sym.overflow_points()
+        s = _solver(options)
+        s.add(*self.sym.type_constraints(self.sym.cells))
+        s.add(*lemmas)
+
+        def possible(f: z3.BoolRef) -> bool:
+            s.push()
+            s.add(f)
+            answer = s.check()
+            s.pop()
+            return answer != z3.unsat  # unknown keeps the point: dropping needs a proof
+
+        live = [p for p in points if possible(p)] if points and possible(z3.Or(*points)) else []
+        self._overflow = z3.Or(*live) if live else z3.BoolVal(False)
+        return len(points) - len(live)
 
     def types(self, k: int) -> list[z3.BoolRef]:
         return self.sym.type_constraints(self.state(k))
@@ -398,12 +445,16 @@ def proven_lemmas(sym: SymbolicSpec, options: BmcOptions) -> list[z3.BoolRef]:
     """
     own = sym.inst.spec.extensions.get("ownership")
     pools = list(getattr(own, "pools", ()))
-    if not pools:
-        return []
     from ownership.vocab.symbolic import pool_lemmas
 
     cands = [f for pool in pools for _name, f in pool_lemmas(pool, sym.inst, sym.cells)]
-    init = list(zip(sym.cells, (to_z3(v, srt) for v, srt in zip(sym.inst.init_state, sym.sorts, strict=True)), strict=True))
+    # Sign facts about integer cells (lengths, counts): they rule out the overflow
+    # points that only a negative value could reach, such as negating the minimum.
+    for i in sorted(sym.int_cells):
+        cands += [sym.cells[i] >= 0, sym.cells[i] >= -1]
+    if not cands:
+        return []
+    init = list(zip(sym.cells, sym.init_terms(), strict=True))
     cands = [c for c in cands if z3.is_true(z3.simplify(z3.substitute(c, *init)))]
     un = Unroller(sym, prefix="l")
     s = _solver(options)
@@ -445,21 +496,79 @@ def _instance_factory(inst: Instance) -> Any:
     return make
 
 
+def initial_width(inst: Instance, free: Sequence[str] = ()) -> int:
+    """The integer width a spec is first encoded at: wide enough for every constant it starts with.
+
+    Parameters, initial values and domain sizes bound the constants and counts
+    the spec begins with; three more bits leave room for sums and differences.
+    Anything that still does not fit is caught (``WidthError``, or an overflow
+    found by the solver) and the spec is encoded again at twice the width.
+    Free parameters range up to 2**62, so they take the full width at once.
+    """
+    if free:
+        return WIDTH
+    values: list[int] = [*inst.sizes.values()]
+    values += [v for v in inst.param_values.values() if isinstance(v, int)]
+    values += [v for v in inst.init_state if isinstance(v, int) and not isinstance(v, bool)]
+    biggest = max((abs(v) for v in values), default=0)
+    return max(8, biggest.bit_length() + 3)
+
+
+def _widths(inst: Instance, options: BmcOptions) -> list[int]:
+    w = initial_width(inst, options.free)
+    out = []
+    while w <= MAX_WIDTH:
+        out.append(w)
+        w *= 2
+    return out
+
+
+def _too_wide(engine: str, inst: Instance, options: BmcOptions, start: float, names: Sequence[str],
+              widened: Sequence[str]) -> CheckResult:
+    return CheckResult(
+        spec=inst.spec.name, engine=engine, verdict=Verdict.UNKNOWN, stop_reason=StopReason.SOLVER_UNKNOWN,
+        stats=Stats(0, 0, 0, time.perf_counter() - start), params=_shown_params(inst, options),
+        invariants=tuple(names), options=_opts(options),
+        notes=(f"inconclusive: integers in this spec exceed {MAX_WIDTH} bits, the widest encoding", *widened),
+    )
+
+
 def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None) -> CheckResult:
-    """Bounded model checking: the shortest violation up to ``max_depth`` steps."""
+    """Bounded model checking: the shortest violation up to ``max_depth`` steps.
+
+    Integers start narrow (:func:`initial_width`); a reachable step that would
+    overflow them is one more violation to look for, and finding one restarts
+    the search at twice the width, so every answer holds for Python's
+    unbounded integers.
+    """
     start = time.perf_counter()
-    sym = SymbolicSpec(inst, options.free, options.symmetry)
-    names = _checked(sym, options)
     if options.minimize or options.maximize:
-        return _optimize(inst, sym, names, options, start)
+        sym = SymbolicSpec(inst, options.free, options.symmetry)
+        return _optimize(inst, sym, _checked(sym, options), options, start)
+    names: list[str] = []
+    widened: list[str] = []
+    for width in _widths(inst, options):
+        try:
+            sym = SymbolicSpec(inst, options.free, options.symmetry, width)
+            names = _checked(sym, options)
+            return _bmc_at(inst, sym, names, options, progress, start, widened)
+        except WidthError as exc:
+            widened.append(f"{width}-bit integers were too narrow ({exc})")
+    return _too_wide("bmc", inst, options, start, names, widened)
+
+
+def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
+            start: float, widened: list[str]) -> CheckResult:
     un = Unroller(sym)
     solver = _solver(options)
     solver.add(*un.init(inst))
     solver.add(*_where(sym, options))
     lemmas = proven_lemmas(sym, options)
     solver.add(*[un.at(c, 0) for c in lemmas])
+    un.rule_out_overflows(lemmas, options)
     opts = _opts(options)
-    notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances", COVERAGE_NOTE]
+    notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances",
+                        *widened, coverage_note(sym.width)]
 
     def result(verdict: Verdict, reason: StopReason, depth: int, violated: str | None = None,
                trace: Trace | None = None, extra: Sequence[str] = ()) -> CheckResult:
@@ -471,12 +580,16 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
 
     for k in range(options.max_depth + 1):
         # One solver for all depths; the depth-k question is asked under an assumption
-        # literal, so what the solver learned at earlier depths is kept.
+        # literal, so what the solver learned at earlier depths is kept.  A step that would
+        # overflow the integers counts as a violation too: it sends the search to a wider encoding.
         bad = z3.Bool(f"bad!{k}")
-        solver.add(z3.Implies(bad, z3.Or(*[z3.Not(un.invariant(n, k)) for n in names])))
+        overflow = un.overflow(k)
+        solver.add(z3.Implies(bad, z3.Or(*[z3.Not(un.invariant(n, k)) for n in names], overflow)))
         answer = solver.check(bad)
         if answer == z3.sat:
             model = solver.model()
+            if z3.is_true(model.eval(overflow, model_completion=True)):
+                raise WidthError(f"a step after {k} steps overflows them")
             bad_inv = _first_failing(un, model, names, k)
             trace, _ = extract(un, model, k, _instance_factory(inst), "bmc", bad_inv)
             return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
@@ -569,10 +682,26 @@ def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcO
 
 
 def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None) -> CheckResult:
-    """Prove the invariants for executions of any length by k-induction (and Spacer)."""
+    """Prove the invariants for executions of any length by k-induction (and Spacer).
+
+    As in :func:`bmc`, integers start narrow and "no step overflows them" is
+    proved along with the invariants; if it fails the proof restarts wider.
+    """
     start = time.perf_counter()
-    sym = SymbolicSpec(inst, options.free, options.symmetry)
-    chosen = _checked(sym, options)
+    widened: list[str] = []
+    names: list[str] = []
+    for width in _widths(inst, options):
+        try:
+            sym = SymbolicSpec(inst, options.free, options.symmetry, width)
+            names = _checked(sym, options)
+            return _prove_at(inst, sym, names, options, progress, start, widened)
+        except WidthError as exc:
+            widened.append(f"{width}-bit integers were too narrow ({exc})")
+    return _too_wide("prove", inst, options, start, names, widened)
+
+
+def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: BmcOptions, progress: Any,
+              start: float, widened: list[str]) -> CheckResult:
     # The invariants proved are the chosen ones plus the helpers, which strengthen the
     # induction; only these are assumed along the path (assuming any other would be unsound).
     helpers = [n for n, i in inst.spec.invariants.items() if i.helper]
@@ -583,25 +712,30 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     base_solver.add(*_where(sym, options))
     # Proven bookkeeping lemmas strengthen the induction (they rule out unreachable starts).
     lemmas = proven_lemmas(sym, options)
+    base.rule_out_overflows(lemmas, options)
     opts = _opts(options)
     shown = _shown_params(inst, options)
     cti: Trace | None = None
     last_k = 0
+    overflow_cti = False
 
     def done(verdict: Verdict, reason: StopReason, depth: int, notes: Sequence[str], violated: str | None = None,
              trace: Trace | None = None) -> CheckResult:
         return CheckResult(inst.spec.name, "prove", verdict, reason, Stats(0, 0, depth, time.perf_counter() - start),
                            shown, tuple(all_invs), violated=violated, trace=trace, options=opts,
-                           notes=(*notes, COVERAGE_NOTE))
+                           notes=(*notes, *widened, coverage_note(sym.width)))
 
     for k in range(0, options.max_k + 1):
         last_k = k
-        # Base case at depth k.
+        # Base case at depth k (an overflowing step counts as a violation: it needs more bits).
         base_solver.push()
-        base_solver.add(z3.Or(*[z3.Not(base.invariant(n, k)) for n in all_invs]))
+        overflow = base.overflow(k)
+        base_solver.add(z3.Or(*[z3.Not(base.invariant(n, k)) for n in all_invs], overflow))
         answer = base_solver.check()
         if answer == z3.sat:
             model = base_solver.model()
+            if z3.is_true(model.eval(overflow, model_completion=True)):
+                raise WidthError(f"a step after {k} steps overflows them")
             bad = _first_failing(base, model, all_invs, k)
             trace, _ = extract(base, model, k, _instance_factory(inst), "prove", bad)
             return done(Verdict.VIOLATED, StopReason.VIOLATION, k, [f"base case fails at depth {k}"], bad, trace)
@@ -615,6 +749,7 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
                         [f"PROVED by bounded exhaustion: no execution is longer than {k} steps and none up to {k} violates"])
         # Inductive step of length k + 1 from an arbitrary state.
         step = Unroller(sym, prefix="i")
+        step.rule_out_overflows(lemmas, options)
         s = _solver(options)
         s.add(*_where(sym, options))
         for i in range(k + 2):
@@ -623,7 +758,8 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
         for i in range(k + 1):
             s.add(*step.transition(i))
             s.add(*[step.invariant(n, i) for n in all_invs])
-        s.add(z3.Or(*[z3.Not(step.invariant(n, k + 1)) for n in all_invs]))
+        overflow = step.overflow(k + 1)
+        s.add(z3.Or(*[z3.Not(step.invariant(n, k + 1)) for n in all_invs], overflow))
         for a in range(k + 2):
             for b in range(a + 1, k + 2):
                 s.add(z3.Or(*[x != y for x, y in zip(step.state(a), step.state(b), strict=True)]))
@@ -637,26 +773,35 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
             return done(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k,
                         [f"inconclusive: z3 answered unknown ({s.reason_unknown()}) in the induction step at k={k + 1}"])
         model = s.model()
-        bad = _first_failing(step, model, all_invs, k + 1)
-        cti, _ = extract(step, model, k + 1, _instance_factory(inst), "prove", bad, cti=True)
+        failing = [n for n in all_invs if z3.is_false(model.eval(step.invariant(n, k + 1), model_completion=True))]
+        if failing:
+            cti, _ = extract(step, model, k + 1, _instance_factory(inst), "prove", failing[0], cti=True)
+            overflow_cti = False
+        else:  # only the overflow check failed, from a state that may be unreachable
+            cti, overflow_cti = None, True
     notes = [f"k-induction did not close up to k={last_k + 1} (no violation in the first {last_k} steps)"]
     if options.spacer:
-        answer, why = _spacer(sym, inst, options, all_invs)
+        answer, why = _spacer(sym, inst, options, all_invs, lemmas)
         if answer == z3.sat:
             return done(Verdict.PROVED, StopReason.INVARIANT_FOUND, last_k, [
                 *notes, "PROVED by Spacer (IC3/PDR): Z3 found an inductive invariant that implies every invariant, "
                 "so they hold for executions of any length"])
         if answer == z3.unsat:
-            # A violation exists; find the shortest one to show it.
+            # A violation (or an overflow) exists; find the shortest one to show it.
             found = bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
             if found.trace is not None:
                 return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
                             [*notes, "Spacer found a violation; the shortest trace is from bmc"], found.violated,
                             found.trace)
+            if _spacer(sym, inst, options, [], lemmas)[0] == z3.unsat:
+                raise WidthError("Spacer found a step that overflows them")
             return done(Verdict.VIOLATED, StopReason.VIOLATION, last_k, [
                 *notes, f"Spacer found a violation deeper than {options.max_depth} steps; "
                 "raise --max-depth with check --engine bmc to see a trace"])
         notes.append(f"Spacer (IC3/PDR) was inconclusive: {why}")
+    if overflow_cti:
+        notes.append(f"the induction step fails because, from a state that satisfies every invariant but may be "
+                     f"unreachable, a step overflows {sym.width}-bit integers")
     notes += [
         "the trace below starts from a state that satisfies every invariant but may be unreachable: "
         "add a helper invariant (@spec.invariant(helper=True)) that rules it out",
@@ -664,9 +809,34 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     return done(Verdict.UNKNOWN, StopReason.INDUCTION_FAILED, last_k, notes, cti.violation if cti else None, cti)
 
 
-def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str]) -> tuple[Any, str]:
-    """Ask Z3's Horn-clause engine for an inductive invariant (sat = proved, unsat = violated)."""
+def _free_constants(e: z3.ExprRef) -> list[z3.ExprRef]:
+    """The uninterpreted constants of ``e``."""
+    seen: set[int] = set()
+    out: dict[int, z3.ExprRef] = {}
+    todo = [e]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[t.get_id()] = t
+        todo.extend(t.children())
+    return list(out.values())
+
+
+def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str],
+            lemmas: Sequence[z3.BoolRef] = ()) -> tuple[Any, str]:
+    """Ask Z3's Horn-clause engine for an inductive invariant (sat = proved, unsat = violated).
+
+    The error states are those violating an invariant and those from which a
+    step overflows the integer width (with ``invariants`` empty, only those).
+    The proven bookkeeping ``lemmas`` hold in every reachable state, so
+    they are given as facts about it: Spacer then need not rediscover them.
+    """
     un = Unroller(sym, prefix="h")
+    un.rule_out_overflows(lemmas, options)
+    facts = [un.at(c, 0) for c in lemmas]
     x, y = un.state(0), un.state(1)
     params = list(sym.param_terms.values())
     inv = z3.Function("Reach", *[c.sort() for c in x], *[p.sort() for p in params], z3.BoolSort())
@@ -678,8 +848,10 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     s.set("timeout", max(1, int(budget * 1000)))
     where = _where(sym, options)
     s.add(z3.ForAll(x + params, z3.Implies(z3.And(*un.init(inst), *where), inv(*x, *params))))
-    s.add(z3.ForAll(x + y + params + locals_, z3.Implies(z3.And(inv(*x, *params), *trans), inv(*y, *params))))
-    good = z3.And(*[un.invariant(n, 0) for n in invariants])
-    s.add(z3.ForAll(x + params, z3.Implies(z3.And(inv(*x, *params), z3.Not(good)), False)))
+    s.add(z3.ForAll(x + y + params + locals_, z3.Implies(z3.And(inv(*x, *params), *facts, *trans), inv(*y, *params))))
+    bad = z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants], un.overflow(0))
+    known = {t.get_id() for t in [*x, *params]}
+    choice = [c for c in _free_constants(bad) if c.get_id() not in known]
+    s.add(z3.ForAll(x + params + choice, z3.Implies(z3.And(inv(*x, *params), *facts, bad), False)))
     answer = s.check()
     return answer, (s.reason_unknown() if answer == z3.unknown else "")

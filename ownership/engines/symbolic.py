@@ -33,26 +33,52 @@ MAX_PATHS = 4096
 """Paths one action may fork into before the engine gives up on the spec."""
 
 WIDTH = 64
-"""Integers are 64-bit two's-complement bit-vectors: the whole encoding is then
+"""The widest integer encoding, and the one used whenever a parameter is free.
+
+Integers are two's-complement bit-vectors: the whole encoding is then
 bit-vector logic, which Z3 bit-blasts to SAT, far faster than mixing linear
-arithmetic with the bit-vectors that hold sets of requests.  Python integers
-do not overflow, so every +, - and * on symbolic values adds a no-overflow
-condition to its path: an execution whose arithmetic would leave the 64-bit
-range is outside what the Z3-backed engines cover (their results say so)."""
+arithmetic with the bit-vectors that hold sets of requests.  Specs with fixed
+parameters start narrower (see :func:`initial_width`): a 64-bit adder or
+comparator is eight times the clauses of an 8-bit one, and the SAT problem
+shrinks accordingly.  Python integers do not overflow, so narrow integers are
+only sound together with overflow *detection*: every +, - and * on symbolic
+values records the condition under which it would leave the encoding's
+range, the engines treat reaching such a step as one more property to check,
+and a spec that reaches one is encoded again at twice the width."""
+
+MAX_WIDTH = 256
+"""Beyond this width an overflowing execution makes the Z3 engines answer UNKNOWN."""
+
+
+def coverage_note(width: int) -> str:
+    """What the integer encoding covers, for a result's notes."""
+    return (f"integers are {width}-bit bit-vectors; every step of every execution checked was also checked "
+            "not to overflow them")
+
 
 COVERAGE_NOTE = "integers are 64-bit: executions whose arithmetic would overflow them are not covered"
-
-INT = z3.BitVecSort(WIDTH)
-
-
-def ival(n: int) -> z3.BitVecRef:
-    """An integer constant of the encoding's integer sort."""
-    return z3.BitVecVal(n, WIDTH)
+"""The note of engines that exclude overflowing executions instead of detecting them."""
 
 
-def b2i(b: z3.BoolRef) -> z3.BitVecRef:
+class WidthError(Exception):
+    """An integer constant or value does not fit the encoding's width: encode again, wider."""
+
+
+def fits(value: int, bits: int) -> bool:
+    """``value`` is representable as a ``bits``-bit two's-complement integer."""
+    return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
+
+
+def ival(n: int, width: int = WIDTH) -> z3.BitVecRef:
+    """An integer constant of the encoding's integer sort (``WidthError`` if it does not fit)."""
+    if not fits(n, width):
+        raise WidthError(f"constant {n} does not fit {width} bits")
+    return z3.BitVecVal(n, width)
+
+
+def b2i(b: z3.BoolRef, width: int = WIDTH) -> z3.BitVecRef:
     """1 if ``b`` else 0, as an encoding integer."""
-    return z3.If(b, ival(1), ival(0))
+    return z3.If(b, z3.BitVecVal(1, width), z3.BitVecVal(0, width))
 
 
 def int_of(value: z3.ExprRef) -> int:
@@ -64,6 +90,9 @@ def int_of(value: z3.ExprRef) -> int:
 
 def floor_div(a: z3.BitVecRef, b: Any) -> z3.BitVecRef:
     """Python's ``a // b`` (rounds towards -inf; bvsdiv alone truncates towards 0)."""
+    if isinstance(b, int) and b > 0 and b & (b - 1) == 0:
+        # Floor division by 2**n is an arithmetic shift: wires instead of a divider circuit.
+        return a >> (b.bit_length() - 1)  # z3py: >> on bit-vectors is the arithmetic shift
     return (a - a % b) / b  # z3py: % on bit-vectors is bvsmod (sign of the divisor)
 
 
@@ -71,8 +100,8 @@ class SymbolicError(Exception):
     """Spec code did something that cannot be executed symbolically."""
 
 
-def sort_of(vtype: ValueType, sizes: dict[str, int]) -> z3.SortRef:
-    """Z3 sort of a cell: Bool, a bit-vector for sets of elements, Int otherwise."""
+def sort_of(vtype: ValueType, sizes: dict[str, int], width: int = WIDTH) -> z3.SortRef:
+    """Z3 sort of a cell: Bool, a bit-vector for sets of elements, ``width`` bits for integers."""
     if isinstance(vtype, BoolType):
         return z3.BoolSort()
     if isinstance(vtype, RefSet):
@@ -81,7 +110,7 @@ def sort_of(vtype: ValueType, sizes: dict[str, int]) -> z3.SortRef:
         return z3.BitVecSort(_signed_bits(len(vtype.members)))
     if isinstance(vtype, Ref):
         return z3.BitVecSort(_signed_bits(sizes[vtype.domain]))
-    return INT
+    return z3.BitVecSort(width)
 
 
 def _signed_bits(n: int) -> int:
@@ -105,7 +134,7 @@ def to_z3(value: Any, sort: z3.SortRef) -> z3.ExprRef:
         if e.sort() == sort:
             return e
         if z3.is_bool(e) and isinstance(sort, z3.BitVecSortRef):
-            e = b2i(e)
+            e = b2i(e, sort.size())
         if sort == z3.BoolSort() and isinstance(e, z3.BitVecRef):
             return e != 0
         if isinstance(e, z3.BitVecRef) and isinstance(sort, z3.BitVecSortRef) and e.size() != sort.size():
@@ -120,7 +149,10 @@ def to_z3(value: Any, sort: z3.SortRef) -> z3.ExprRef:
     if sort == z3.BoolSort():
         return z3.BoolVal(bool(value))
     if isinstance(sort, z3.BitVecSortRef):
-        return z3.BitVecVal(int(value), sort.size())
+        n, bits = int(value), sort.size()
+        if not (fits(n, bits) or 0 <= n < 1 << bits):  # masks of element sets are unsigned
+            raise WidthError(f"value {n} does not fit {bits} bits")
+        return z3.BitVecVal(n, bits)
     return ival(int(value))
 
 
@@ -129,7 +161,7 @@ def _term(x: Any, like: z3.ExprRef | None = None) -> Any:
     if isinstance(x, Sym):
         e = x.e
         if like is not None and z3.is_bool(e) and not z3.is_bool(like):
-            return b2i(e)
+            return b2i(e, like.size() if isinstance(like, z3.BitVecRef) else WIDTH)
         return e
     if x is None:
         return -1
@@ -138,8 +170,8 @@ def _term(x: Any, like: z3.ExprRef | None = None) -> Any:
     return x
 
 
-def _arith(e: z3.ExprRef) -> z3.ExprRef:
-    return b2i(e) if z3.is_bool(e) else e
+def _arith(e: z3.ExprRef, width: int) -> z3.ExprRef:
+    return b2i(e, width) if z3.is_bool(e) else e
 
 
 class Sym:
@@ -176,18 +208,23 @@ class Sym:
         return f"Sym({self.e})"
 
     def _bin(self, other: Any, op: Callable[[Any, Any], Any], swap: bool = False,
-             guard: Callable[[Any, Any], list[z3.BoolRef]] | None = None) -> Sym:
-        a = _arith(self.e)
+             guard: Callable[[Any, Any], list[z3.BoolRef]] | None = None, masks: bool = False) -> Sym:
+        width = self.ex.width
+        a = _arith(self.e, width)
         b = _term(other, a)
         if isinstance(b, z3.ExprRef):
             a, b = _align(a, b)
+        elif isinstance(b, int) and isinstance(a, z3.BitVecRef) and not masks:
+            # z3 would silently wrap a constant that does not fit the operand's width.  (Not
+            # for ``&``: a set of elements is a non-negative n-bit mask, so ``h & c`` keeps
+            # only c's low n bits in Python too, as with ``h & ~(1 << r)``.)
+            if not (fits(b, a.size()) or (a.size() != width and 0 <= b < 1 << a.size())):
+                raise WidthError(f"constant {b} does not fit {a.size()} bits")
         x, y = (b, a) if swap else (a, b)
-        if guard is not None and isinstance(x, z3.BitVecRef) and x.size() == WIDTH:
-            y_term = y if isinstance(y, z3.ExprRef) else z3.BitVecVal(int(y), WIDTH)
+        if guard is not None and isinstance(x, z3.BitVecRef) and x.size() == width:
+            y_term = y if isinstance(y, z3.ExprRef) else z3.BitVecVal(int(y), width)
             for g in guard(x, y_term):
-                g = z3.simplify(g)
-                if not z3.is_true(g):
-                    self.ex.pc.append(g)  # no overflow on this path (Python ints never wrap)
+                self.ex.no_overflow(g)
         return self._wrap(op(x, y))
 
     # comparisons (signed: None is -1)
@@ -240,14 +277,15 @@ class Sym:
         return self._bin(o, lambda a, b: a % b)
 
     def __neg__(self) -> Sym:
-        e = _arith(self.e)
-        if isinstance(e, z3.BitVecRef) and e.size() == WIDTH:
-            self.ex.pc.append(e != z3.BitVecVal(-(1 << (WIDTH - 1)), WIDTH))
+        width = self.ex.width
+        e = _arith(self.e, width)
+        if isinstance(e, z3.BitVecRef) and e.size() == width:
+            self.ex.no_overflow(e != z3.BitVecVal(-(1 << (width - 1)), width))
         return self._wrap(-e)
 
     # bit operations (sets of elements are bit-vectors)
     def __and__(self, o: Any) -> Sym:
-        return self._bin(o, lambda a, b: a & b)
+        return self._bin(o, lambda a, b: a & b, masks=isinstance(self.e, z3.BitVecRef) and self.e.size() < self.ex.width)
 
     __rand__ = __and__
 
@@ -298,15 +336,32 @@ class Path:
     picks: list[Any]
     result: Any
     enabled: bool
+    overflows: list[z3.BoolRef] = field(default_factory=list)
+    """Conditions under which this path computes an integer outside the encoding's range."""
 
 
 class PathExplorer:
     """Runs a function once per branch-decision sequence (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, width: int = WIDTH) -> None:
+        self.width = width
         self.prefix: tuple[int, ...] = ()
         self.trail: list[tuple[int, int]] = []
         self.pc: list[z3.BoolRef] = []
+        self.overflows: list[z3.BoolRef] = []
+
+    def no_overflow(self, ok: z3.BoolRef) -> None:
+        """Arithmetic stays in range on this path only if ``ok``: record when it does not.
+
+        The path itself continues under ``ok`` (an overflowing execution is not
+        one the encoding can represent); the engines check separately that no
+        reachable state can take the path with ``ok`` false.
+        """
+        ok = z3.simplify(ok)
+        if z3.is_true(ok):
+            return
+        self.overflows.append(z3.And(*self.pc, z3.Not(ok)))
+        self.pc.append(ok)
 
     def branch(self, cond: z3.BoolRef) -> bool:
         cond = z3.simplify(cond)
@@ -332,6 +387,7 @@ class PathExplorer:
             self.prefix = pending.pop()
             self.trail = []
             self.pc = []
+            self.overflows = []
             on_start()
             enabled = True
             result = None
@@ -460,7 +516,16 @@ class SymView(CellView):
 
     def cell_term(self, pos: int) -> z3.ExprRef:
         """The current value of a cell as a term (for vocabulary encodings)."""
-        return to_z3(self.read_cell(pos), self._enc.sorts[pos])
+        return self._enc.value_term(self.read_cell(pos), pos)
+
+    @property
+    def width(self) -> int:
+        """Bits of the encoding's integers (for vocabulary encodings)."""
+        return self._enc.width
+
+    def no_overflow(self, ok: z3.BoolRef) -> None:
+        """Record an overflow point of a vocabulary encoding's own arithmetic."""
+        self._enc.explorer.no_overflow(ok)
 
     def set_term(self, pos: int, term: z3.ExprRef) -> None:
         self.writes[pos] = Sym(term, self._enc.explorer)
@@ -504,6 +569,8 @@ class ActionPaths:
     action: str
     arg_values: tuple[Any, ...]  # ints or z3 terms (Values domains over free parameters)
     paths: list[Path]
+    overflows: list[z3.BoolRef] = field(default_factory=list)
+    """When some path of the action, enabled or not, leaves the integer range."""
 
 
 @dataclass
@@ -513,6 +580,8 @@ class SymbolicSpec:
     inst: Instance
     free: tuple[str, ...]
     symmetry: bool = True
+    width: int = WIDTH
+    """Bits of every integer cell and intermediate (see :data:`WIDTH` and :func:`initial_width`)."""
     params: Params = field(init=False)
     reduced: set[str] = field(init=False)
     sorts: list[z3.SortRef] = field(init=False)
@@ -528,17 +597,22 @@ class SymbolicSpec:
         for name in self.free:
             if name not in spec.params:
                 raise OwnershipError(Code.UNKNOWN_PARAM, f"--free {name}: spec {spec.name} has no such parameter", spec.file, spec.line)
-        self.param_terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in self.free}
-        self.explorer = PathExplorer()
+        if self.free and self.width < WIDTH:
+            raise ValueError("free parameters are encoded at full width")
+        self.param_terms = {n: z3.BitVec(f"param!{n}", self.width) for n in self.free}
+        self.explorer = PathExplorer(self.width)
         values: dict[str, Any] = dict(inst.param_values)
         for n, t in self.param_terms.items():
             values[n] = Sym(t, self.explorer)
         self.params = SymParams(values)
         self._check_sizes_fixed()
         self.sorts = []
+        self.int_cells: set[int] = set()
         for v in spec.vars.values():
             lay = inst.layouts[v.name]
-            self.sorts.extend([sort_of(v.type, inst.sizes)] * lay.length)
+            if not isinstance(v.type, (BoolType, RefSet, Enum, Ref)):
+                self.int_cells.update(range(lay.offset, lay.offset + lay.length))
+            self.sorts.extend([sort_of(v.type, inst.sizes, self.width)] * lay.length)
         self.cells = [z3.Const(f"x!{i}", s) for i, s in enumerate(self.sorts)]
         from ownership.engines.symmetry import plan_symmetry
 
@@ -563,7 +637,9 @@ class SymbolicSpec:
             for args in itertools.product(*ranges):
                 call = _bind(act.fn, self.view, [Sym(a, self.explorer) if isinstance(a, z3.ExprRef) else a for a in args])
                 paths = self._paths(call, f"action {act.name}", act.file)
-                self.actions.append(ActionPaths(act.name, tuple(args), [p for p in paths if p.enabled]))
+                # A disabled path's overflow counts too: its guard may sit on a wrapped comparison.
+                overflows = [z3.And(o, *p.constraints) for p in paths for o in p.overflows]
+                self.actions.append(ActionPaths(act.name, tuple(args), [p for p in paths if p.enabled], overflows))
         self.invariants = {}
         for inv in spec.invariants.values():
             self.invariants[inv.name] = self._paths(_bind(inv.fn, self.view, []), f"invariant {inv.name}", inv.file)
@@ -612,9 +688,10 @@ class SymbolicSpec:
                         picks=list(view.picks),
                         result=result,
                         enabled=enabled,
+                        overflows=list(self.explorer.overflows),
                     )
                 )
-        except OwnershipError:
+        except (OwnershipError, WidthError):
             raise
         except Exception as exc:  # noqa: BLE001 - spec code
             raise self._error(what, exc, file) from None
@@ -631,6 +708,30 @@ class SymbolicSpec:
             val = to_z3(r, z3.BoolSort()) if isinstance(r, Sym) else z3.BoolVal(bool(r))
             disj.append(z3.And(*p.pc, val) if p.pc else val)
         return z3.simplify(z3.Or(*disj)) if disj else z3.BoolVal(False)
+
+    def value_term(self, value: Any, cell: int) -> z3.ExprRef:
+        """A cell's value as a term of its sort; ``WidthError`` if an integer does not fit."""
+        if cell in self.int_cells and isinstance(value, int) and not fits(value, self.width):
+            raise WidthError(f"value {value} does not fit {self.width} bits")
+        return to_z3(value, self.sorts[cell])
+
+    def init_terms(self) -> list[z3.ExprRef]:
+        """The initial state as terms (``WidthError`` if it does not fit the width)."""
+        return [self.value_term(v, i) for i, v in enumerate(self.inst.init_state)]
+
+    def overflow_points(self) -> list[z3.BoolRef]:
+        """Each condition under which an action or invariant computes an out-of-range integer.
+
+        Over the placeholder cells and the paths' fresh terms (which the
+        engines rename per step, as for the transition relation).
+        """
+        disj: list[z3.BoolRef] = []
+        for ap in self.actions:
+            disj.extend(ap.overflows)
+        for paths in self.invariants.values():
+            for p in paths:
+                disj.extend(p.overflows)
+        return list({d.get_id(): d for d in disj}.values())
 
     def type_constraints(self, cells: Sequence[z3.ExprRef]) -> list[z3.BoolRef]:
         """Range constraints every state satisfies (enum members, element references)."""

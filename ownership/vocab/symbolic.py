@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
-from ownership.engines.symbolic import INT, Sym, SymView, b2i, int_of, ival
+from ownership.engines.symbolic import Sym, SymView, b2i, int_of, ival
 from ownership.spec.model import Disabled
 
 if TYPE_CHECKING:
@@ -43,8 +43,17 @@ class SymPages:
 
 def _int(s: SymView, x: Any) -> z3.ExprRef:
     if isinstance(x, Sym):
-        return x.e if not z3.is_bool(x.e) else b2i(x.e)
-    return ival(int(x))
+        return x.e if not z3.is_bool(x.e) else b2i(x.e, s.width)
+    return ival(int(x), s.width)
+
+
+def _checked_sum(s: SymView, terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
+    """The sum of integer terms, each addition recorded as an overflow point (cells are unbounded)."""
+    out: z3.ExprRef = ival(0, s.width)
+    for t in terms:
+        s.no_overflow(z3.And(z3.BVAddNoOverflow(out, t, True), z3.BVAddNoUnderflow(out, t)))
+        out = out + t
+    return out
 
 
 def _cells(s: SymView, var: str) -> tuple[int, int]:
@@ -73,12 +82,12 @@ def as_pages(s: SymView, pool: PagePool, pages: Any) -> SymPages:
     return SymPages(
         pool.name,
         [z3.BoolVal(p in listed) for p in range(n)],
-        [ival(listed.index(p) if p in listed else -1) for p in range(n)],
+        [ival(listed.index(p) if p in listed else -1, s.width) for p in range(n)],
     )
 
 
 def available(s: SymView, pool: PagePool) -> Sym:
-    return Sym(_sum(_terms(s, pool.free_var)), s._enc.explorer)
+    return Sym(_checked_sum(s, _terms(s, pool.free_var)), s._enc.explorer)
 
 
 def pages_of(s: SymView, pool: PagePool, r: int) -> SymPages:
@@ -93,15 +102,15 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
     slot_off, _ = _cells(s, pool.slot_var)
     free = [s.cell_term(free_off + p) for p in range(size)]
     n_term = _int(s, n)
-    s.require_term(_sum(free) >= n_term)
+    s.require_term(_checked_sum(s, free) >= n_term)
     take = [s.fresh(f"{pool.name}_take{p}", z3.BoolSort()) for p in range(size)]
-    pos = [s.fresh(f"{pool.name}_pos{p}", INT) for p in range(size)]
+    pos = [s.fresh(f"{pool.name}_pos{p}", z3.BitVecSort(s.width)) for p in range(size)]
     for p in range(size):
         s.assume(z3.Implies(take[p], z3.And(free[p] > 0, pos[p] >= 0, pos[p] < n_term)))
         s.assume(z3.Implies(z3.Not(take[p]), pos[p] == -1))
         for q in range(p):
             s.assume(z3.Implies(z3.And(take[p], take[q]), pos[p] != pos[q]))
-    s.assume(_sum([b2i(t) for t in take]) == n_term)
+    s.assume(_count(s, take) == n_term)
     if pool.Page.name in s._enc.reduced:
         # Symmetry breaking: pages whose cells are all equal now are interchangeable, so
         # take them in index order (the explorer merges the same choices; see
@@ -114,9 +123,9 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
     bit = 1 << r
     for p in range(size):
         h = s.cell_term(hold_off + p)
-        s.set_term(free_off + p, free[p] - b2i(take[p]))
+        s.set_term(free_off + p, free[p] - b2i(take[p], s.width))  # take needs free[p] > 0: no underflow
         s.set_term(hold_off + p, z3.If(take[p], h | z3.BitVecVal(bit, h.size()), h))
-        s.set_term(slot_off + p, z3.If(take[p], pos[p] + first_slot, s.cell_term(slot_off + p)))
+        s.set_term(slot_off + p, z3.If(take[p], pos[p] + ival(first_slot, s.width), s.cell_term(slot_off + p)))
 
     def picks(ev: Callable[[z3.ExprRef], Any]) -> list[Any]:
         chosen = [p for p in range(size) if z3.is_true(ev(take[p]))]
@@ -124,7 +133,7 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
         return chosen
 
     s.record_pick(picks)
-    return SymPages(pool.name, take, [z3.If(take[p], pos[p] + first_slot, -1) for p in range(size)])
+    return SymPages(pool.name, take, [z3.If(take[p], pos[p] + ival(first_slot, s.width), ival(-1, s.width)) for p in range(size)])
 
 
 def write(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
@@ -146,7 +155,7 @@ def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     content = [s.cell_term(content_off + p) for p in range(size)]
     _or_into(s, "read_unwritten", r, [z3.And(pages.member[p], content[p] == -1) for p in range(size)])
     foreign = [z3.And(pages.member[p], content[p] != -1, content[p] != r) for p in range(size)]
-    first: z3.ExprRef = z3.BitVecVal(-1, content[0].size()) if size else ival(-1)
+    first: z3.ExprRef = z3.BitVecVal(-1, content[0].size()) if size else ival(-1, s.width)
     for p in range(size):
         earlier = [z3.And(foreign[q], pages.position[q] < pages.position[p]) for q in range(size) if q != p]
         is_first = z3.And(foreign[p], z3.Not(z3.Or(*earlier))) if earlier else foreign[p]
@@ -165,35 +174,38 @@ def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
         m = pages.member[p]
         h = s.cell_term(hold_off + p)
         s.set_term(hold_off + p, z3.If(m, h & z3.BitVecVal(~(1 << r) % (1 << h.size()), h.size()), h))
-        s.set_term(slot_off + p, z3.If(m, ival(-1), s.cell_term(slot_off + p)))
-        s.set_term(free_off + p, s.cell_term(free_off + p) + b2i(m))
+        s.set_term(slot_off + p, z3.If(m, ival(-1, s.width), s.cell_term(slot_off + p)))
+        f = s.cell_term(free_off + p)
+        # A double free counts a page twice: unbounded, so the increment is an overflow point.
+        s.no_overflow(z3.Implies(m, z3.BVAddNoOverflow(f, ival(1, s.width), True)))
+        s.set_term(free_off + p, f + b2i(m, s.width))
 
 
-def _sum(terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
-    out: z3.ExprRef = ival(0)
-    for t in terms:
-        out = out + t
+def _count(s: SymView, conds: Sequence[z3.BoolRef]) -> z3.ExprRef:
+    """How many of ``conds`` hold (at most the domain size, which the width always covers)."""
+    out: z3.ExprRef = ival(0, s.width)
+    for c in conds:
+        out = out + b2i(c, s.width)
     return out
 
 
-def _rank(pages: SymPages, p: int) -> z3.ExprRef:
-    return _sum(
-        [b2i(z3.And(pages.member[q], pages.position[q] < pages.position[p])) for q in range(len(pages.member)) if q != p]
-    )
+def _rank(s: SymView, pages: SymPages, p: int) -> z3.ExprRef:
+    return _count(s, [z3.And(pages.member[q], pages.position[q] < pages.position[p])
+                      for q in range(len(pages.member)) if q != p])
 
 
 def transfer(s: SymView, r: int, src: PagePool, dst: PagePool, n: Any) -> None:
     src_pages = pages_of(s, src, r)
     dst_pages = pages_of(s, dst, r)
     n_term = _int(s, n)
-    src_count = _sum([b2i(m) for m in src_pages.member])
-    dst_count = _sum([b2i(m) for m in dst_pages.member])
+    src_count = _count(s, src_pages.member)
+    dst_count = _count(s, dst_pages.member)
     s.require_term(n_term <= src_count)
     src_content = _terms(s, src.content_var)
     dst_off, dst_size = _cells(s, dst.content_var)
-    src_rank = [_rank(src_pages, p) for p in range(len(src_pages.member))]
+    src_rank = [_rank(s, src_pages, p) for p in range(len(src_pages.member))]
     for q in range(dst_size):
-        rank_q = _rank(dst_pages, q)
+        rank_q = _rank(s, dst_pages, q)
         value: z3.ExprRef = s.cell_term(dst_off + q)
         for p in range(len(src_pages.member)):
             value = z3.If(z3.And(src_pages.member[p], src_rank[p] == rank_q), src_content[p], value)
