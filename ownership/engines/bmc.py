@@ -831,12 +831,12 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
 
     The error states are those violating an invariant and those from which a
     step overflows the integer width (with ``invariants`` empty, only those).
-    The proven bookkeeping ``lemmas`` hold in every reachable state, so
-    they are given as facts about it: Spacer then need not rediscover them.
+    The proven bookkeeping ``lemmas`` rule out overflow points; they are not
+    given to Spacer as facts, which made it several times slower here.
     """
     un = Unroller(sym, prefix="h")
     un.rule_out_overflows(lemmas, options)
-    facts = [un.at(c, 0) for c in lemmas]
+    facts: list[z3.BoolRef] = []
     x, y = un.state(0), un.state(1)
     params = list(sym.param_terms.values())
     inv = z3.Function("Reach", *[c.sort() for c in x], *[p.sort() for p in params], z3.BoolSort())
