@@ -844,9 +844,6 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     locals_ = [un.selector(0)] + [new for _old, new in un.aux_at(0)]
     s = z3.SolverFor("HORN")
     s.set("engine", "spacer")
-    # Every cell is a bit-vector or Boolean: Spacer on the bit-blasted clauses (IC3 over bits)
-    # proved v0.5.22 in 9 s where Spacer over bit-vector terms took over 2 minutes.
-    s.set("xform.bit_blast", True)
     budget = options.spacer_timeout if options.solver_timeout is None else min(options.spacer_timeout, options.solver_timeout)
     s.set("timeout", max(1, int(budget * 1000)))
     where = _where(sym, options)
