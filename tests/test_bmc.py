@@ -246,3 +246,55 @@ def test_values_that_outgrow_every_width_give_unknown_not_a_proof() -> None:
     p = prove(Instance(load_spec(SOLVER / "tripling.py")), BmcOptions(spacer=False))
     assert p.verdict is Verdict.UNKNOWN
     assert any("overflows 8-bit integers" in n for n in p.notes)
+
+
+# -- Spacer's answers are checked, never taken on trust -----------------------------------
+
+
+def test_a_spacer_invariant_that_does_not_hold_up_is_rejected() -> None:
+    import z3
+
+    from ownership.engines.bmc import Unroller, _certificate_fails
+    from ownership.engines.symbolic import SymbolicSpec
+
+    inst = instance("toy_double_free")
+    sym = SymbolicSpec(inst, (), True, 8)
+    un = Unroller(sym, prefix="h")
+    x, y = un.state(0), un.state(1)
+    reach = z3.Function("Reach", *[c.sort() for c in x], z3.BoolSort())
+    bad = z3.Or(*[z3.Not(un.invariant(n, 0)) for n in inst.spec.invariants])
+    trans = un.transition(0)
+
+    def model_where_reach_is(body: z3.BoolRef) -> z3.ModelRef:
+        s = z3.Solver()
+        s.add(z3.ForAll(x, reach(*x) == body))
+        assert s.check() == z3.sat
+        return s.model()
+
+    def verdict(body: z3.BoolRef) -> str:
+        return _certificate_fails(model_where_reach_is(body), reach, un, inst, x, y, [], [], trans, bad, BmcOptions())
+
+    # "Every state" contains the double free; "no state" misses the initial one.
+    assert verdict(z3.BoolVal(True)) == "it contains an error state"
+    assert verdict(z3.BoolVal(False)) == "an initial state is outside it"
+    # "Exactly the initial state" is not closed under steps.
+    assert verdict(z3.And(*un.init(inst))) == "a step leaves it"
+
+
+def test_prove_on_a_buggy_spec_never_says_proved_even_if_spacer_answers_wrongly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With xform.bit_blast, this Z3 answers "safe" for this buggy spec, with an invariant that
+    # does not contain the initial state: the independent check must refuse the proof.
+    import z3
+
+    real = z3.SolverFor
+
+    def bit_blasting(logic: str, *args: object, **kwargs: object) -> z3.Solver:
+        s = real(logic, *args, **kwargs)  # type: ignore[arg-type]
+        if logic == "HORN":
+            s.set("xform.bit_blast", True)
+        return s
+
+    monkeypatch.setattr(z3, "SolverFor", bit_blasting)
+    r = prove(instance("sglang_pd_abort_inflight_buggy"), BmcOptions(max_k=0))
+    assert r.verdict is not Verdict.PROVED
+    assert any("failed the independent check" in n for n in r.notes) or r.verdict is Verdict.VIOLATED

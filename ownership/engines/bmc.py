@@ -785,7 +785,8 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         if answer == z3.sat:
             return done(Verdict.PROVED, StopReason.INVARIANT_FOUND, last_k, [
                 *notes, "PROVED by Spacer (IC3/PDR): Z3 found an inductive invariant that implies every invariant, "
-                "so they hold for executions of any length"])
+                "so they hold for executions of any length; a separate solver re-checked that it contains the "
+                "initial states, is closed under every step and excludes every violation"])
         if answer == z3.unsat:
             # A violation (or an overflow) exists; find the shortest one to show it.
             found = bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
@@ -844,6 +845,10 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     locals_ = [un.selector(0)] + [new for _old, new in un.aux_at(0)]
     s = z3.SolverFor("HORN")
     s.set("engine", "spacer")
+    # With these rule-inlining passes on, Z3 (4.15) returned invariants for these clauses that
+    # were not inductive (its own validate option agreed); every answer is re-checked below.
+    s.set("xform.inline_linear", False)
+    s.set("xform.inline_eager", False)
     budget = options.spacer_timeout if options.solver_timeout is None else min(options.spacer_timeout, options.solver_timeout)
     s.set("timeout", max(1, int(budget * 1000)))
     where = _where(sym, options)
@@ -854,4 +859,39 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     choice = [c for c in _free_constants(bad) if c.get_id() not in known]
     s.add(z3.ForAll(x + params + choice, z3.Implies(z3.And(inv(*x, *params), *facts, bad), False)))
     answer = s.check()
+    if answer == z3.sat:
+        # Check Spacer's invariant with an independent solver before calling anything proved.
+        failed = _certificate_fails(s.model(), inv, un, inst, x, y, params, where, trans, bad, options)
+        if failed:
+            return z3.unknown, f"Spacer's inductive invariant failed the independent check ({failed})"
     return answer, (s.reason_unknown() if answer == z3.unknown else "")
+
+
+def _certificate_fails(model: z3.ModelRef, inv: z3.FuncDeclRef, un: Unroller, inst: Instance, x: list[z3.ExprRef],
+                       y: list[z3.ExprRef], params: list[z3.ExprRef], where: list[z3.BoolRef],
+                       trans: list[z3.BoolRef], bad: z3.BoolRef, options: BmcOptions) -> str:
+    """Which of "initial states are in it", "a step stays in it", "it excludes errors" fails, or ''."""
+    interp = model[inv]
+    if not isinstance(interp, z3.FuncInterp):
+        return "no interpretation of the invariant in the model"
+
+    def holds_at(args: list[z3.ExprRef]) -> z3.BoolRef:
+        body = z3.substitute_vars(interp.else_value(), *args)
+        for i in reversed(range(interp.num_entries())):
+            entry = interp.entry(i)
+            point = z3.And(*[a == entry.arg_value(j) for j, a in enumerate(args)])
+            body = z3.If(point, entry.value(), body)
+        return body
+
+    now, nxt = holds_at([*x, *params]), holds_at([*y, *params])
+    checks = [
+        ("an initial state is outside it", [*un.init(inst), *where, z3.Not(now)]),
+        ("a step leaves it", [*where, now, *trans, z3.Not(nxt)]),
+        ("it contains an error state", [*where, now, bad]),
+    ]
+    for what, formulas in checks:
+        s = _solver(options)
+        s.add(*formulas)
+        if s.check() != z3.unsat:
+            return what
+    return ""
