@@ -718,6 +718,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
     cti: Trace | None = None
     last_k = 0
     overflow_cti = False
+    unreplayable_cti = False
 
     def done(verdict: Verdict, reason: StopReason, depth: int, notes: Sequence[str], violated: str | None = None,
              trace: Trace | None = None) -> CheckResult:
@@ -774,11 +775,18 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                         [f"inconclusive: z3 answered unknown ({s.reason_unknown()}) in the induction step at k={k + 1}"])
         model = s.model()
         failing = [n for n in all_invs if z3.is_false(model.eval(step.invariant(n, k + 1), model_completion=True))]
+        overflow_cti = not failing  # only the overflow check failed, from a state that may be unreachable
+        cti = None
         if failing:
-            cti, _ = extract(step, model, k + 1, _instance_factory(inst), "prove", failing[0], cti=True)
-            overflow_cti = False
-        else:  # only the overflow check failed, from a state that may be unreachable
-            cti, overflow_cti = None, True
+            try:
+                cti, _ = extract(step, model, k + 1, _instance_factory(inst), "prove", failing[0], cti=True)
+            except OwnershipError as exc:
+                # The vocabulary's encodings need only agree with the concrete code on reachable
+                # states (bmc's replays check that); this start state is one no execution reaches,
+                # e.g. two pages in one page-table slot.  The induction failed all the same.
+                if exc.code is not Code.INTERNAL_REPLAY:
+                    raise
+                unreplayable_cti = True
     notes = [f"k-induction did not close up to k={last_k + 1} (no violation in the first {last_k} steps)"]
     if options.spacer:
         answer, why = _spacer(sym, inst, options, all_invs, lemmas)
@@ -800,6 +808,10 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                 *notes, f"Spacer found a violation deeper than {options.max_depth} steps; "
                 "raise --max-depth with check --engine bmc to see a trace"])
         notes.append(f"Spacer (IC3/PDR) was inconclusive: {why}")
+    if cti is None and unreplayable_cti:
+        notes.append("the counterexample to induction starts from a state that no execution reaches and that the "
+                     "vocabulary's symbolic encoding does not model as the concrete code does (for example two pages "
+                     "in one page-table slot), so it is not shown")
     if overflow_cti:
         notes.append(f"the induction step fails because, from a state that satisfies every invariant but may be "
                      f"unreachable, a step overflows {sym.width}-bit integers")
