@@ -289,7 +289,7 @@ def _run_check(
         _explain(spec, result, settings)
     written: list[Path] = []
     if result.trace is not None:
-        out_dir = settings.out if settings.out is not None else Path("counterexamples") / spec.name
+        out_dir = settings.out if settings.out is not None else _default_out(spec.name, result.engine)
         from ownership.render.files import write_counterexample
 
         formats = settings.formats if settings.render else ()
@@ -345,7 +345,8 @@ def check(
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry", help="Merge states equal up to permuting symmetric domains.")] = True,
     deadlock: Annotated[bool, typer.Option("--deadlock", help="Also report states where requests are pending and nothing can run.")] = False,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Check only this invariant (repeatable).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Directory for trace.json/.dot/.svg (default counterexamples/<spec>/).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Directory for trace.json/.dot/.svg (default counterexamples/<spec>/, "
+                                                 "or counterexamples/<spec>/<engine>/ for engines other than explore).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Picture format besides the DOT file: svg, png or svg,png.")] = "svg",
     render: Annotated[bool, typer.Option("--render/--no-render", help="Draw the picture (trace.json and trace.dot are always written).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress lines on stderr for long runs.")] = True,
@@ -439,6 +440,17 @@ def report(
     out.write_text(render_report(sections, command=command), encoding="utf-8")
     typer.echo(f"wrote {out}")
     raise typer.Exit(int(worst))
+
+
+def _default_out(spec_name: str, engine: str) -> Path:
+    """Where a counterexample goes without ``--out``.
+
+    The explorer's traces are the ones kept under version control next to
+    the specs; other engines write beside them, in a folder of their own, so
+    that trying an engine never overwrites the explorer's committed trace.
+    """
+    base = Path("counterexamples") / spec_name
+    return base if engine == "explore" else base / engine
 
 
 def _worse(a: ExitCode, b: ExitCode) -> ExitCode:
@@ -703,7 +715,7 @@ def prove(
     free: Annotated[list[str] | None, typer.Option("--free", help="Prove for every value of this parameter (repeatable).")] = None,
     where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Prove only this invariant (helpers are still assumed).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Directory for a counterexample (default counterexamples/<spec>/).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction with Z3); exit 0 only if PROVED."""
     from ownership.engines.bmc import BmcOptions
@@ -733,7 +745,7 @@ def prove(
         for line in result_report(result, invariant_doc=doc, ghosts=[v.name for v in spec.vars.values() if v.ghost]):
             typer.echo(line)
         if result.trace is not None:
-            out_dir = out if out is not None else Path("counterexamples") / spec.name
+            out_dir = out if out is not None else _default_out(spec.name, "prove")
             name = "cti" if result.trace.extra.get("cti") else "trace"
             written = write_counterexample(result.trace, out_dir / name if name == "cti" else out_dir)
             typer.echo("  wrote " + ", ".join(str(p) for p in written))

@@ -209,3 +209,17 @@ def test_help_is_fast_path_without_solvers() -> None:
     code = "import sys, ownership.cli; print('z3' in sys.modules, 'hypothesis' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False False"
+
+
+def test_other_engines_never_overwrite_the_explorers_trace_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The explorer's traces are committed next to the specs; bmc and prove write beside them.
+    spec = str(CORPUS / "toy_double_free.py")
+    monkeypatch.chdir(tmp_path)
+    assert invoke("check", spec, "--no-render").exit_code == 1
+    explore_trace = tmp_path / "counterexamples" / "toy_double_free" / "trace.json"
+    before = explore_trace.read_text()
+    assert invoke("check", spec, "--engine", "bmc", "--no-render").exit_code == 1
+    assert (tmp_path / "counterexamples" / "toy_double_free" / "bmc" / "trace.json").exists()
+    assert invoke("prove", spec).exit_code == 1
+    assert (tmp_path / "counterexamples" / "toy_double_free" / "prove" / "trace.json").exists()
+    assert explore_trace.read_text() == before
