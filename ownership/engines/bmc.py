@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,22 +65,25 @@ class _PathRef:
     path: Path
 
 
-def _cells_read(terms: Sequence[z3.ExprRef], cell_of: dict[int, int]) -> set[int]:
-    """Indices of the placeholder cells that occur in ``terms``."""
+def _free_constants(terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
+    """The uninterpreted constants that occur in ``terms``."""
     seen: set[int] = set()
-    out: set[int] = set()
+    out: list[z3.ExprRef] = []
     todo = list(terms)
     while todo:
         t = todo.pop()
-        i = t.get_id()
-        if i in seen:
+        if t.get_id() in seen:
             continue
-        seen.add(i)
-        if i in cell_of:
-            out.add(cell_of[i])
-        else:
-            todo.extend(t.children())
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out.append(t)
+        todo.extend(t.children())
     return out
+
+
+def _cells_read(terms: Sequence[z3.ExprRef], cell_of: dict[int, int]) -> set[int]:
+    """Indices of the placeholder cells that occur in ``terms``."""
+    return {cell_of[c.get_id()] for c in _free_constants(terms) if c.get_id() in cell_of}
 
 
 @dataclass
@@ -97,6 +100,8 @@ class Unroller:
     sym: SymbolicSpec
     prefix: str = "s"
     stutter: bool = False
+    overflow_points: z3.BoolRef | None = None
+    """The overflow points to check (see :func:`live_overflows`); ``None``: all of them."""
     paths: list[_PathRef] = field(init=False)
     steps: list[list[z3.ExprRef]] = field(init=False)
 
@@ -117,7 +122,6 @@ class Unroller:
         self._aux_maps: dict[int, list[tuple[z3.ExprRef, z3.ExprRef]]] = {}
         self._template: z3.BoolRef | None = None
         self._inv: dict[str, z3.BoolRef] = {}
-        self._overflow: z3.BoolRef | None = None
         self._order: list[tuple[list[int], list[int]]] | None = None
 
     # -- variables ---------------------------------------------------------------
@@ -185,40 +189,12 @@ class Unroller:
         return self.at(self._inv[name], k)
 
     def overflow(self, k: int) -> z3.BoolRef:
-        """Some step from state ``k`` (with some choice) computes an integer the width cannot hold.
-
-        Only the overflow points left by :meth:`rule_out_overflows` (all, if not called).
-        """
-        if self._overflow is None:
-            self._overflow = z3.Or(*self.sym.overflow_points())
-        if z3.is_false(z3.simplify(self._overflow)):
-            return z3.BoolVal(False)
-        return z3.substitute(self._overflow, *self._subst(k, None), *self.aux_at(k))
-
-    def rule_out_overflows(self, lemmas: Sequence[z3.BoolRef], options: BmcOptions) -> int:
-        """Drop the overflow points no state satisfying the proven ``lemmas`` can reach; return how many.
-
-        Sound because the lemmas hold in every state reached without an
-        overflow, and the first overflow of any execution would happen in such
-        a state: a point the lemmas exclude can never be the first, so never
-        happens.  (A double free, say, makes a page's free count 2; where the
-        lemmas prove counts stay 0 or 1, incrementing one cannot overflow.)
-        """
-        points = self.sym.overflow_points()
-        s = _solver(options)
-        s.add(*self.sym.type_constraints(self.sym.cells))
-        s.add(*lemmas)
-
-        def possible(f: z3.BoolRef) -> bool:
-            s.push()
-            s.add(f)
-            answer = s.check()
-            s.pop()
-            return answer != z3.unsat  # unknown keeps the point: dropping needs a proof
-
-        live = [p for p in points if possible(p)] if points and possible(z3.Or(*points)) else []
-        self._overflow = z3.Or(*live) if live else z3.BoolVal(False)
-        return len(points) - len(live)
+        """Some step from state ``k`` (with some choice) computes an integer the width cannot hold."""
+        if self.overflow_points is None:
+            self.overflow_points = z3.simplify(z3.Or(*self.sym.overflow_points()))
+        if z3.is_false(self.overflow_points):
+            return self.overflow_points
+        return z3.substitute(self.overflow_points, *self._subst(k, None), *self.aux_at(k))
 
     def types(self, k: int) -> list[z3.BoolRef]:
         return self.sym.type_constraints(self.state(k))
@@ -480,6 +456,32 @@ def proven_lemmas(sym: SymbolicSpec, options: BmcOptions) -> list[z3.BoolRef]:
     return []
 
 
+def live_overflows(sym: SymbolicSpec, lemmas: Sequence[z3.BoolRef], options: BmcOptions) -> z3.BoolRef:
+    """The overflow points some state satisfying the proven ``lemmas`` can reach, as one formula.
+
+    Dropping the others is sound because the lemmas hold in every state
+    reached without an overflow, and the first overflow of any execution
+    would happen in such a state: a point the lemmas exclude can never be
+    the first, so never happens.  (A double free, say, makes a page's free
+    count 2; where the lemmas prove counts stay 0 or 1, incrementing one
+    cannot overflow.)
+    """
+    points = sym.overflow_points()
+    s = _solver(options)
+    s.add(*sym.type_constraints(sym.cells))
+    s.add(*lemmas)
+
+    def possible(f: z3.BoolRef) -> bool:
+        s.push()
+        s.add(f)
+        answer = s.check()
+        s.pop()
+        return answer != z3.unsat  # unknown keeps the point: dropping needs a proof
+
+    live = [p for p in points if possible(p)] if points and possible(z3.Or(*points)) else []
+    return z3.simplify(z3.Or(*live)) if live else z3.BoolVal(False)
+
+
 def _first_failing(un: Unroller, model: z3.ModelRef, names: Sequence[str], k: int) -> str:
     for n in names:
         if z3.is_false(model.eval(un.invariant(n, k), model_completion=True)):
@@ -523,8 +525,23 @@ def _widths(inst: Instance, options: BmcOptions) -> list[int]:
     return out
 
 
-def _too_wide(engine: str, inst: Instance, options: BmcOptions, start: float, names: Sequence[str],
-              widened: Sequence[str]) -> CheckResult:
+def _widening(engine: str, inst: Instance, options: BmcOptions, start: float,
+              run_at: Callable[[SymbolicSpec, list[str], list[str]], CheckResult]) -> CheckResult:
+    """Run ``run_at(sym, invariants, widened)`` at each width until one holds every integer.
+
+    ``run_at`` raises ``WidthError`` when a constant does not fit or an
+    overflowing step is reachable; ``widened`` collects the reasons, for the
+    result's notes.
+    """
+    names: list[str] = []
+    widened: list[str] = []
+    for width in _widths(inst, options):
+        try:
+            sym = SymbolicSpec(inst, options.free, options.symmetry, width)
+            names = _checked(sym, options)
+            return run_at(sym, names, widened)
+        except WidthError as exc:
+            widened.append(f"{width}-bit integers were too narrow ({exc})")
     return CheckResult(
         spec=inst.spec.name, engine=engine, verdict=Verdict.UNKNOWN, stop_reason=StopReason.SOLVER_UNKNOWN,
         stats=Stats(0, 0, 0, time.perf_counter() - start), params=_shown_params(inst, options),
@@ -545,27 +562,18 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     if options.minimize or options.maximize:
         sym = SymbolicSpec(inst, options.free, options.symmetry)
         return _optimize(inst, sym, _checked(sym, options), options, start)
-    names: list[str] = []
-    widened: list[str] = []
-    for width in _widths(inst, options):
-        try:
-            sym = SymbolicSpec(inst, options.free, options.symmetry, width)
-            names = _checked(sym, options)
-            return _bmc_at(inst, sym, names, options, progress, start, widened)
-        except WidthError as exc:
-            widened.append(f"{width}-bit integers were too narrow ({exc})")
-    return _too_wide("bmc", inst, options, start, names, widened)
+    return _widening("bmc", inst, options, start,
+                     lambda sym, names, widened: _bmc_at(inst, sym, names, options, progress, start, widened))
 
 
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
             start: float, widened: list[str]) -> CheckResult:
-    un = Unroller(sym)
+    lemmas = proven_lemmas(sym, options)
+    un = Unroller(sym, overflow_points=live_overflows(sym, lemmas, options))
     solver = _solver(options)
     solver.add(*un.init(inst))
     solver.add(*_where(sym, options))
-    lemmas = proven_lemmas(sym, options)
     solver.add(*[un.at(c, 0) for c in lemmas])
-    un.rule_out_overflows(lemmas, options)
     opts = _opts(options)
     notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances",
                         *widened, coverage_note(sym.width)]
@@ -688,16 +696,8 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     proved along with the invariants; if it fails the proof restarts wider.
     """
     start = time.perf_counter()
-    widened: list[str] = []
-    names: list[str] = []
-    for width in _widths(inst, options):
-        try:
-            sym = SymbolicSpec(inst, options.free, options.symmetry, width)
-            names = _checked(sym, options)
-            return _prove_at(inst, sym, names, options, progress, start, widened)
-        except WidthError as exc:
-            widened.append(f"{width}-bit integers were too narrow ({exc})")
-    return _too_wide("prove", inst, options, start, names, widened)
+    return _widening("prove", inst, options, start,
+                     lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened))
 
 
 def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: BmcOptions, progress: Any,
@@ -706,13 +706,13 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
     # induction; only these are assumed along the path (assuming any other would be unsound).
     helpers = [n for n, i in inst.spec.invariants.items() if i.helper]
     all_invs = list(dict.fromkeys([*chosen, *helpers]))
-    base = Unroller(sym, prefix="b")
+    # Proven bookkeeping lemmas strengthen the induction (they rule out unreachable starts).
+    lemmas = proven_lemmas(sym, options)
+    overflows = live_overflows(sym, lemmas, options)
+    base = Unroller(sym, prefix="b", overflow_points=overflows)
     base_solver = _solver(options)
     base_solver.add(*base.init(inst))
     base_solver.add(*_where(sym, options))
-    # Proven bookkeeping lemmas strengthen the induction (they rule out unreachable starts).
-    lemmas = proven_lemmas(sym, options)
-    base.rule_out_overflows(lemmas, options)
     opts = _opts(options)
     shown = _shown_params(inst, options)
     cti: Trace | None = None
@@ -749,8 +749,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
             return done(Verdict.PROVED, StopReason.EXHAUSTED, k,
                         [f"PROVED by bounded exhaustion: no execution is longer than {k} steps and none up to {k} violates"])
         # Inductive step of length k + 1 from an arbitrary state.
-        step = Unroller(sym, prefix="i")
-        step.rule_out_overflows(lemmas, options)
+        step = Unroller(sym, prefix="i", overflow_points=overflows)
         s = _solver(options)
         s.add(*_where(sym, options))
         for i in range(k + 2):
@@ -789,7 +788,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                 unreplayable_cti = True
     notes = [f"k-induction did not close up to k={last_k + 1} (no violation in the first {last_k} steps)"]
     if options.spacer:
-        answer, why = _spacer(sym, inst, options, all_invs, lemmas)
+        answer, why = _spacer(sym, inst, options, all_invs, overflows)
         if answer == z3.sat:
             return done(Verdict.PROVED, StopReason.INVARIANT_FOUND, last_k, [
                 *notes, "PROVED by Spacer (IC3/PDR): Z3 found an inductive invariant that implies every invariant, "
@@ -802,7 +801,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                 return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
                             [*notes, "Spacer found a violation; the shortest trace is from bmc"], found.violated,
                             found.trace)
-            if _spacer(sym, inst, options, [], lemmas)[0] == z3.unsat:
+            if _spacer(sym, inst, options, [], overflows)[0] == z3.unsat:
                 raise WidthError("Spacer found a step that overflows them")
             return done(Verdict.VIOLATED, StopReason.VIOLATION, last_k, [
                 *notes, f"Spacer found a violation deeper than {options.max_depth} steps; "
@@ -822,34 +821,17 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
     return done(Verdict.UNKNOWN, StopReason.INDUCTION_FAILED, last_k, notes, cti.violation if cti else None, cti)
 
 
-def _free_constants(e: z3.ExprRef) -> list[z3.ExprRef]:
-    """The uninterpreted constants of ``e``."""
-    seen: set[int] = set()
-    out: dict[int, z3.ExprRef] = {}
-    todo = [e]
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out[t.get_id()] = t
-        todo.extend(t.children())
-    return list(out.values())
-
-
 def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str],
-            lemmas: Sequence[z3.BoolRef] = ()) -> tuple[Any, str]:
+            overflow_points: z3.BoolRef | None = None) -> tuple[Any, str]:
     """Ask Z3's Horn-clause engine for an inductive invariant (sat = proved, unsat = violated).
 
     The error states are those violating an invariant and those from which a
     step overflows the integer width (with ``invariants`` empty, only those).
-    The proven bookkeeping ``lemmas`` rule out overflow points; they are not
-    given to Spacer as facts, which made it several times slower here.
+    ``overflow_points`` are those :func:`live_overflows` left.  The proven
+    lemmas themselves are not given to Spacer as facts, which made it
+    several times slower here.
     """
-    un = Unroller(sym, prefix="h")
-    un.rule_out_overflows(lemmas, options)
-    facts: list[z3.BoolRef] = []
+    un = Unroller(sym, prefix="h", overflow_points=overflow_points)
     x, y = un.state(0), un.state(1)
     params = list(sym.param_terms.values())
     inv = z3.Function("Reach", *[c.sort() for c in x], *[p.sort() for p in params], z3.BoolSort())
@@ -865,11 +847,11 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     s.set("timeout", max(1, int(budget * 1000)))
     where = _where(sym, options)
     s.add(z3.ForAll(x + params, z3.Implies(z3.And(*un.init(inst), *where), inv(*x, *params))))
-    s.add(z3.ForAll(x + y + params + locals_, z3.Implies(z3.And(inv(*x, *params), *facts, *trans), inv(*y, *params))))
+    s.add(z3.ForAll(x + y + params + locals_, z3.Implies(z3.And(inv(*x, *params), *trans), inv(*y, *params))))
     bad = z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants], un.overflow(0))
     known = {t.get_id() for t in [*x, *params]}
-    choice = [c for c in _free_constants(bad) if c.get_id() not in known]
-    s.add(z3.ForAll(x + params + choice, z3.Implies(z3.And(inv(*x, *params), *facts, bad), False)))
+    choice = [c for c in _free_constants([bad]) if c.get_id() not in known]
+    s.add(z3.ForAll(x + params + choice, z3.Implies(z3.And(inv(*x, *params), bad), False)))
     answer = s.check()
     if answer == z3.sat:
         # Check Spacer's invariant with an independent solver before calling anything proved.
