@@ -711,13 +711,16 @@ def prove(
     max_k: Annotated[int, typer.Option(help="Largest k for k-induction before Spacer is tried.")] = 2,
     spacer: Annotated[bool, typer.Option("--spacer/--no-spacer", help="Fall back to Z3's Spacer (IC3/PDR) when k-induction does not close.")] = True,
     spacer_timeout: Annotated[float, typer.Option(help="Seconds for Spacer before giving up (exit 3).")] = 600.0,
+    reach_states: Annotated[int, typer.Option(
+        help="Before Spacer, enumerate up to this many reachable states and have Z3 check them as the "
+        "inductive invariant (0: never).", min=0)] = 200_000,
     solver_timeout: Annotated[float | None, typer.Option(help="Seconds per solver call (unknown -> exit 3).")] = None,
     free: Annotated[list[str] | None, typer.Option("--free", help="Prove for every value of this parameter (repeatable).")] = None,
     where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Prove only this invariant (helpers are still assumed).")] = None,
     out: Annotated[Path | None, typer.Option(help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
 ) -> None:
-    """Prove the invariants for executions of any length (k-induction with Z3); exit 0 only if PROVED."""
+    """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
     from ownership.engines.bmc import BmcOptions
     from ownership.engines.bmc import prove as run_prove
     from ownership.render.files import write_counterexample
@@ -733,7 +736,7 @@ def prove(
         inst = Instance(spec, _parse_params(param))
         options = BmcOptions(
             max_k=max_k, solver_timeout=solver_timeout, free=tuple(free or ()), where=tuple(where or ()), spacer=spacer,
-            spacer_timeout=spacer_timeout,
+            spacer_timeout=spacer_timeout, reach_states=reach_states,
             invariants=tuple(invariant) if invariant else None,
         )
         progress = _Progress(True)

@@ -104,14 +104,14 @@ def test_k_induction_proves_a_spec_that_is_not_one_inductive() -> None:
 
 def test_induction_failure_shows_a_counterexample_to_induction_then_a_helper_fixes_it(tmp_path: Path) -> None:
     path = SOLVER / "runaway_needs_helper.py"
-    r = prove(Instance(load_spec(path)), BmcOptions(max_k=4, spacer=False))
+    r = prove(Instance(load_spec(path)), BmcOptions(max_k=4, spacer=False, reach_states=0))
     assert r.verdict is Verdict.UNKNOWN and r.stop_reason is StopReason.INDUCTION_FAILED
     assert r.trace is not None and r.trace.extra.get("cti")
     assert r.trace.initial["x"] > 0  # starts outside the reachable states
     assert r.trace.states[-1]["x"] >= 1000
     helped = tmp_path / "helped.py"
     helped.write_text(path.read_text() + "\n\n@spec.invariant(helper=True)\ndef stays_zero(s):\n    return s.x == 0\n")
-    r = prove(Instance(load_spec(helped)), BmcOptions(max_k=4, spacer=False))
+    r = prove(Instance(load_spec(helped)), BmcOptions(max_k=4, spacer=False, reach_states=0))
     assert r.verdict is Verdict.PROVED and r.stats.depth == 1
 
 
@@ -119,7 +119,7 @@ def test_spacer_proves_what_k_induction_cannot() -> None:
     # The single-node spec is not 1-inductive (an unreachable state can read a foreign page);
     # Spacer finds a strengthening invariant by itself.
     inst = instance("sglang_single_node", requests=1)
-    r = prove(inst, BmcOptions(max_k=0, spacer_timeout=60))
+    r = prove(inst, BmcOptions(max_k=0, spacer_timeout=60, reach_states=0))
     assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.INVARIANT_FOUND, r.notes
     assert any("Spacer" in n for n in r.notes)
 
@@ -245,7 +245,7 @@ def test_values_that_outgrow_every_width_give_unknown_not_a_proof() -> None:
     assert b.verdict is Verdict.BOUNDED_OK
     assert any("8-bit integers were too narrow" in n for n in b.notes)
     assert any("integers are 16-bit" in n for n in b.notes)
-    p = prove(Instance(load_spec(SOLVER / "tripling.py")), BmcOptions(spacer=False))
+    p = prove(Instance(load_spec(SOLVER / "tripling.py")), BmcOptions(spacer=False, reach_states=0))
     assert p.verdict is Verdict.UNKNOWN
     assert any("overflows 8-bit integers" in n for n in p.notes)
 
@@ -297,6 +297,50 @@ def test_prove_on_a_buggy_spec_never_says_proved_even_if_spacer_answers_wrongly(
         return s
 
     monkeypatch.setattr(z3, "SolverFor", bit_blasting)
-    r = prove(instance("sglang_pd_abort_inflight_buggy"), BmcOptions(max_k=0))
+    r = prove(instance("sglang_pd_abort_inflight_buggy"), BmcOptions(max_k=0, reach_states=0))
     assert r.verdict is not Verdict.PROVED
-    assert any("failed the independent check" in n for n in r.notes) or r.verdict is Verdict.VIOLATED
+    # Whether Spacer answers wrongly (rejected, then bmc runs) or rightly, the trace is shown.
+    assert r.verdict is Verdict.VIOLATED and r.trace is not None, r.notes
+
+
+# -- the explicit reachable set as the inductive invariant -------------------------------------
+
+
+def test_prove_checks_the_reachable_set_as_the_inductive_invariant() -> None:
+    r = prove(instance("sglang_disagg_v0_5_22"), BmcOptions(spacer=False))
+    assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.INVARIANT_FOUND, r.notes
+    assert r.stats.states == 21_777 and r.stats.depth == 16
+    assert any("explicit reachable set as the inductive invariant" in n for n in r.notes)
+    assert "the 21,777 reachable states, all within 16 steps" in r.coverage()
+
+
+def test_a_reachable_set_missing_states_is_not_taken_as_a_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Claim completeness for a set with its last states cut off: the closure check must fail.
+    import dataclasses
+
+    import ownership.engines.diagram as diagram
+
+    real = diagram.reachable_states
+
+    def truncated(inst: Instance, max_states: int, fits: object = None) -> diagram.ReachableStates:
+        reach = real(inst, max_states, fits)  # type: ignore[arg-type]
+        return dataclasses.replace(reach, states=reach.states[:-3])
+
+    monkeypatch.setattr(diagram, "reachable_states", truncated)
+    r = prove(instance("sglang_single_node", requests=1), BmcOptions(max_k=0, spacer=False))
+    assert r.verdict is Verdict.UNKNOWN
+    assert any("is not a proof: a step of the symbolic transition relation leaves it" in n for n in r.notes), r.notes
+
+
+def test_a_reachable_violation_gives_the_shortest_trace() -> None:
+    e = explore(instance("sglang_disagg_v0_5_21"))
+    r = prove(instance("sglang_disagg_v0_5_21"), BmcOptions(spacer=False))
+    assert r.verdict is Verdict.VIOLATED and r.violated == e.violated
+    assert r.trace is not None and e.trace is not None and len(r.trace) == len(e.trace) == 15
+    assert any("violates no_foreign_read" in n for n in r.notes), r.notes
+
+
+def test_the_reachable_set_is_skipped_above_its_limit() -> None:
+    r = prove(instance("sglang_disagg_v0_5_22"), BmcOptions(spacer=False, reach_states=1_000))
+    assert r.verdict is Verdict.UNKNOWN
+    assert any("more than 1,000 states" in n for n in r.notes), r.notes

@@ -135,9 +135,15 @@ class CheckResult:
         if self.verdict is Verdict.VIOLATED:
             return f"shortest violation at depth {s.depth} ({s.seconds:.2f}s) at {scope}"
         if self.verdict is Verdict.PROVED:
+            if self.stop_reason is StopReason.INVARIANT_FOUND and s.states:
+                how = f"{self.stop_reason.value}: the {s.states:,} reachable states, all within {s.depth} steps"
+            elif self.stop_reason is StopReason.INVARIANT_FOUND:
+                how = f"{self.stop_reason.value}, after k-induction up to k={s.depth + 1}"
+            else:
+                how = f"{self.stop_reason.value} at k={s.depth}"
             return (
                 f"invariants {', '.join(self.invariants)} proved for executions of any length "
-                f"({self.stop_reason.value} at k={s.depth}, {s.seconds:.2f}s) at {scope}"
+                f"({how}, {s.seconds:.2f}s) at {scope}"
             )
         if self.verdict is Verdict.BOUNDED_OK:
             return (

@@ -36,6 +36,7 @@ from .symbolic import (
     SymbolicSpec,
     WidthError,
     coverage_note,
+    fits,
     int_of,
     parameter_constraints,
     to_z3,
@@ -57,6 +58,8 @@ class BmcOptions:
     symmetry: bool = True
     spacer: bool = True
     spacer_timeout: float = 600.0
+    reach_states: int = 200_000
+    """``prove``: largest explicit reachable set tried as an inductive invariant (0: never)."""
 
 
 @dataclass
@@ -721,10 +724,24 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
     unreplayable_cti = False
 
     def done(verdict: Verdict, reason: StopReason, depth: int, notes: Sequence[str], violated: str | None = None,
-             trace: Trace | None = None) -> CheckResult:
-        return CheckResult(inst.spec.name, "prove", verdict, reason, Stats(0, 0, depth, time.perf_counter() - start),
+             trace: Trace | None = None, states: int = 0, transitions: int = 0) -> CheckResult:
+        return CheckResult(inst.spec.name, "prove", verdict, reason,
+                           Stats(states, transitions, depth, time.perf_counter() - start),
                            shown, tuple(all_invs), violated=violated, trace=trace, options=opts,
                            notes=(*notes, *widened, coverage_note(sym.width)))
+
+    def shortest_violation(notes: list[str], found_by: str) -> CheckResult:
+        # A violation (or an overflow) is reachable; bmc finds the shortest one to show.
+        found = bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
+        if found.trace is not None:
+            return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
+                        [*notes, f"{found_by} found a violation; the shortest trace is from bmc"], found.violated,
+                        found.trace)
+        if _spacer(sym, inst, options, [], overflows)[0] == z3.unsat:
+            raise WidthError(f"{found_by} found a step that overflows them")
+        return done(Verdict.VIOLATED, StopReason.VIOLATION, last_k, [
+            *notes, f"{found_by} found a violation deeper than {options.max_depth} steps; "
+            "raise --max-depth with check --engine bmc to see a trace"])
 
     for k in range(0, options.max_k + 1):
         last_k = k
@@ -787,6 +804,24 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                     raise
                 unreplayable_cti = True
     notes = [f"k-induction did not close up to k={last_k + 1} (no violation in the first {last_k} steps)"]
+    if options.reach_states > 0 and not options.free:
+        cert = _reachable_certificate(sym, inst, options, all_invs, overflows)
+        if cert.outcome == "proved":
+            return done(Verdict.PROVED, StopReason.INVARIANT_FOUND, cert.depth, [*notes, cert.note],
+                        states=cert.states, transitions=cert.transitions)
+        if cert.outcome == "violated":
+            # A state the concrete code reaches violates an invariant: breadth-first search
+            # gives a shortest trace, replayed like every other.
+            from ownership.engines.explore import ExploreOptions, explore
+
+            found = explore(inst, ExploreOptions(invariants=tuple(all_invs)))
+            if found.trace is not None:
+                return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
+                            [*notes, cert.note, "the shortest trace is from breadth-first search"],
+                            found.violated, found.trace)
+            raise OwnershipError(Code.ENGINE_DISAGREEMENT, "Z3 found a reachable state that violates "
+                                 f"{cert.violated}, but breadth-first search found no violation")
+        notes.append(cert.note)
     if options.spacer:
         answer, why = _spacer(sym, inst, options, all_invs, overflows)
         if answer == z3.sat:
@@ -795,18 +830,16 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                 "so they hold for executions of any length; a separate solver re-checked that it contains the "
                 "initial states, is closed under every step and excludes every violation"])
         if answer == z3.unsat:
-            # A violation (or an overflow) exists; find the shortest one to show it.
+            return shortest_violation(notes, "Spacer")
+        notes.append(f"Spacer (IC3/PDR) was inconclusive: {why}")
+        if why.startswith(_REJECTED):
+            # A rejected invariant is a wrong answer, and Spacer's answers have been seen to
+            # depend on what the process solved before: a buggy spec must still get its trace.
             found = bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
             if found.trace is not None:
                 return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
-                            [*notes, "Spacer found a violation; the shortest trace is from bmc"], found.violated,
-                            found.trace)
-            if _spacer(sym, inst, options, [], overflows)[0] == z3.unsat:
-                raise WidthError("Spacer found a step that overflows them")
-            return done(Verdict.VIOLATED, StopReason.VIOLATION, last_k, [
-                *notes, f"Spacer found a violation deeper than {options.max_depth} steps; "
-                "raise --max-depth with check --engine bmc to see a trace"])
-        notes.append(f"Spacer (IC3/PDR) was inconclusive: {why}")
+                            [*notes, "bmc found a violation"], found.violated, found.trace)
+            notes.append(f"bmc found no violation up to depth {found.stats.depth}")
     if cti is None and unreplayable_cti:
         notes.append("the counterexample to induction starts from a state that no execution reaches and that the "
                      "vocabulary's symbolic encoding does not model as the concrete code does (for example two pages "
@@ -819,6 +852,9 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         "add a helper invariant (@spec.invariant(helper=True)) that rules it out",
     ]
     return done(Verdict.UNKNOWN, StopReason.INDUCTION_FAILED, last_k, notes, cti.violation if cti else None, cti)
+
+
+_REJECTED = "Spacer's inductive invariant failed the independent check"
 
 
 def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str],
@@ -857,8 +893,91 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
         # Check Spacer's invariant with an independent solver before calling anything proved.
         failed = _certificate_fails(s.model(), inv, un, inst, x, y, params, where, trans, bad, options)
         if failed:
-            return z3.unknown, f"Spacer's inductive invariant failed the independent check ({failed})"
+            return z3.unknown, f"{_REJECTED} ({failed})"
     return answer, (s.reason_unknown() if answer == z3.unknown else "")
+
+
+@dataclass(frozen=True)
+class _ReachCertificate:
+    outcome: str
+    """"proved", "violated" (a reachable state violates ``violated``) or "skipped"."""
+    note: str
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    violated: str | None = None
+
+
+def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str],
+                           overflow_points: z3.BoolRef) -> _ReachCertificate:
+    """Try the explicitly enumerated reachable set as the inductive invariant, checked by Z3.
+
+    Breadth-first search (concrete semantics) finds every reachable state;
+    they become a decision diagram, and Z3 checks against the symbolic
+    transition relation that the set is closed under every step and contains
+    no violation and no overflow.  The search only proposes: a set that is
+    incomplete, or a symbolic encoding that disagrees with the concrete code,
+    fails the closure check and the proof moves on to Spacer.
+    """
+    from ownership.engines.diagram import build_diagram, reachable_states
+
+    ints = sorted(sym.int_cells)
+
+    def too_wide(st: State) -> list[int]:
+        return [st[i] for i in ints if isinstance(st[i], int) and not fits(st[i], sym.width)]
+
+    reach = reachable_states(inst, options.reach_states, lambda st: not too_wide(st))
+    if reach.unfit is not None:
+        # A value the concrete code reaches does not fit: no proof at this width can hold.
+        raise WidthError(f"a reachable state holds {too_wide(reach.unfit)[0]}")
+    if not reach.complete:
+        return _ReachCertificate("skipped", f"the explicit reachable set was not tried: it has more than "
+                                 f"{options.reach_states:,} states (raise --reach-states)")
+    diagram = build_diagram(reach.states)
+    if inst.init_state not in diagram:
+        raise OwnershipError(Code.ENGINE_DISAGREEMENT, "the decision diagram of the reachable states lost the initial state")
+    un = Unroller(sym, prefix="r", overflow_points=overflow_points)
+    x = sym.cells
+    memo: list[z3.BoolRef] = [z3.BoolVal(True)]
+    for cell, edges in diagram.nodes[1:]:
+        by_child: dict[int, list[Any]] = {}
+        for value, child in edges:
+            by_child.setdefault(child, []).append(value)
+        memo.append(z3.Or(*[z3.And(z3.Or(*[x[cell] == sym.value_term(v, cell) for v in values]), memo[child])
+                            for child, values in by_child.items()]))
+    inside = memo[diagram.root]
+    where = _where(sym, options)
+    size = (f"{len(reach.states):,} states, every one within {reach.depth} steps of the initial state, "
+            f"stored as a decision diagram of {diagram.size:,} nodes")
+
+    def check(*formulas: z3.BoolRef) -> tuple[Any, z3.ModelRef | None]:
+        s = _solver(options)
+        s.add(*where, *un.types(0), *formulas)
+        answer = s.check()
+        return answer, (s.model() if answer == z3.sat else None)
+
+    answer, model = check(un.at(inside, 0), z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants]))
+    if answer == z3.sat and model is not None:
+        bad = _first_failing(un, model, invariants, 0)
+        return _ReachCertificate("violated", f"explicit search found {size}; Z3 found one that violates {bad}",
+                                 violated=bad)
+    if answer == z3.unknown:
+        return _ReachCertificate("skipped", f"the explicit reachable set ({size}) was inconclusive: z3 answered "
+                                 "unknown checking the invariants on it")
+    answer, _ = check(un.at(inside, 0), un.overflow(0))
+    if answer == z3.sat:
+        raise WidthError("a step from a reachable state overflows them")
+    closed, _ = check(un.at(inside, 0), *un.transition(0), z3.Not(un.at(inside, 1)))
+    if closed != z3.unsat or answer != z3.unsat:
+        why = ("z3 answered unknown" if z3.unknown in (closed, answer) else
+               "a step of the symbolic transition relation leaves it, so the symbolic encoding allows a step "
+               "the concrete code does not take (please report this)")
+        return _ReachCertificate("skipped", f"the explicit reachable set ({size}) is not a proof: {why}")
+    return _ReachCertificate("proved", (
+        f"PROVED with the explicit reachable set as the inductive invariant: breadth-first search found {size}; "
+        "Z3 checked against the symbolic transition relation that the set contains no violation, that no step "
+        "from it overflows and that every step from it stays inside it, so the invariants hold for executions "
+        "of any length"), len(reach.states), reach.transitions, reach.depth)
 
 
 def _certificate_fails(model: z3.ModelRef, inv: z3.FuncDeclRef, un: Unroller, inst: Instance, x: list[z3.ExprRef],

@@ -1,0 +1,153 @@
+"""Every reachable state of an instance, and a decision diagram that stores them compactly.
+
+``prove`` uses these as a candidate inductive invariant: when breadth-first
+search runs out of new states, the set it found is closed under the concrete
+semantics, so it is an inductive invariant unless the symbolic encoding
+disagrees with the concrete code.  Z3 then checks it against the symbolic
+transition relation; nothing here is trusted on its own.
+
+The set is stored as a reduced multi-valued decision diagram (one level per
+state cell, equal sub-diagrams shared), because the same choices recur across
+requests: 21,777 states of ``sglang_disagg_v0_5_22`` need 4,167 nodes where
+the states themselves have 1.2 million cells.  The formula Z3 gets grows with
+the nodes, not the states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ownership.spec.instance import Instance, State
+
+LEAF = 0
+"""Node id of the accepting leaf: every path that reaches it spells a stored state."""
+
+
+@dataclass(frozen=True)
+class ReachableStates:
+    """The states breadth-first search found from the initial state.
+
+    ``complete`` is true when the search ran out of new states, so ``states``
+    is everything the concrete semantics can reach; ``depth`` is then the
+    length of the longest shortest path (no state needs more steps).
+    """
+
+    states: tuple[State, ...]
+    depth: int
+    transitions: int
+    complete: bool
+    unfit: State | None = None
+    """A reached state that ``fits`` refused; the search stopped there."""
+
+
+def reachable_states(inst: Instance, max_states: int,
+                     fits: Callable[[State], bool] | None = None) -> ReachableStates:
+    """Breadth-first search without symmetry reduction, stopping after ``max_states`` states.
+
+    Symmetry reduction would store one state per orbit, and the invariant must
+    hold of every state, so every choice is taken and nothing is merged.  The
+    search also stops at the first state ``fits`` refuses (an integer too wide
+    for an encoding), since values that grow without bound would otherwise
+    fill memory before the state limit.
+    """
+    inst.set_choice_reduction(())
+    inst.set_recording(False)
+    try:
+        init = inst.init_state
+        seen: set[State] = {init}
+        order: list[State] = [init]
+        frontier = [init]
+        depth = 0
+        transitions = 0
+        expand = inst.expand
+        while frontier:
+            nxt: list[State] = []
+            for st in frontier:
+                succs = expand(st)
+                transitions += len(succs)
+                for _action, sc in succs:
+                    if sc.state not in seen:
+                        if len(seen) >= max_states:
+                            return ReachableStates(tuple(order), depth + 1, transitions, complete=False)
+                        if fits is not None and not fits(sc.state):
+                            return ReachableStates(tuple(order), depth + 1, transitions, False, sc.state)
+                        seen.add(sc.state)
+                        order.append(sc.state)
+                        nxt.append(sc.state)
+            frontier = nxt
+            if frontier:
+                depth += 1
+        return ReachableStates(tuple(order), depth, transitions, complete=True)
+    finally:
+        inst.set_recording(True)
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """A reduced, ordered decision diagram over the cells of a state.
+
+    ``nodes[i]`` for ``i > 0`` is ``(cell, ((value, child), ...))``: the
+    states whose ``cell`` has ``value`` continue at ``child``.  Children have
+    smaller ids than their parents, so one pass in id order builds anything
+    bottom-up.  ``nodes[0]`` is the leaf.  Level ``i`` tests cell ``i``.
+    """
+
+    nodes: tuple[tuple[int, tuple[tuple[Any, int], ...]], ...]
+    root: int
+
+    @property
+    def size(self) -> int:
+        """Inner nodes (the leaf not counted)."""
+        return len(self.nodes) - 1
+
+    def __contains__(self, state: State) -> bool:
+        node = self.root
+        while node != LEAF:
+            cell, edges = self.nodes[node]
+            for value, child in edges:
+                if value == state[cell] and type(value) is type(state[cell]):
+                    node = child
+                    break
+            else:
+                return False
+        return True
+
+
+def build_diagram(states: Sequence[State]) -> Diagram:
+    """The reduced diagram of ``states`` (all of one length; at least one)."""
+    if not states:
+        raise ValueError("a decision diagram needs at least one state")
+    width = len(states[0])
+    # prefixes[i][k]: a dense id of the first i cells of state k.
+    prefixes: list[list[int]] = [[0] * len(states)]
+    for i in range(width):
+        ids: dict[tuple[int, Any], int] = {}
+        prev = prefixes[-1]
+        prefixes.append([ids.setdefault((p, _key(st[i])), len(ids)) for p, st in zip(prev, states, strict=True)])
+    nodes: list[tuple[int, tuple[tuple[Any, int], ...]]] = [(-1, ())]
+    unique: dict[tuple[int, frozenset[tuple[Any, int]]], int] = {}
+    below = [LEAF] * (max(prefixes[width]) + 1)
+    for i in range(width - 1, -1, -1):
+        # The sub-diagram under a prefix is the set of (value of cell i, sub-diagram below).
+        edges: dict[int, dict[tuple[Any, int], tuple[Any, int]]] = {}
+        for p, st, q in zip(prefixes[i], states, prefixes[i + 1], strict=True):
+            edge = (st[i], below[q])
+            edges.setdefault(p, {})[(_key(st[i]), below[q])] = edge
+        here = [LEAF] * len(edges)
+        for p, es in edges.items():
+            key = (i, frozenset(es))
+            node = unique.get(key)
+            if node is None:
+                node = len(nodes)
+                unique[key] = node
+                nodes.append((i, tuple(es.values())))
+            here[p] = node
+        below = here
+    return Diagram(tuple(nodes), below[0])
+
+
+def _key(value: Any) -> Any:
+    # True == 1 and hash(True) == hash(1): keep a bool cell's values apart from ints.
+    return (type(value), value)
