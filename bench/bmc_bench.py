@@ -10,8 +10,8 @@ which is what to compare on a shared machine):
 * the depth BMC reaches over time on ``sglang_disagg_v0_5_21`` (default size);
 * the time to its counterexample at the default size and at 3 requests x 8
   decode pages, next to the explorer's time on the same instance;
-* the time of ``prove`` on ``sglang_disagg_v0_5_22`` and how it closed
-  (the k of k-induction, or Spacer).
+* the time of ``prove`` on ``sglang_disagg_v0_5_22`` and how it closed, with the
+  reachable set and without it (``prove-spacer``: k-induction, then Spacer).
 
 Each measurement runs in a child process so that a cap can stop it cleanly.
 """
@@ -55,6 +55,8 @@ def _child(kind: str, spec: str, params: dict[str, int], out: Any) -> None:
             r = explore(inst, ExploreOptions())
         elif kind == "bmc":
             r = bmc(inst, BmcOptions(max_depth=30), progress)
+        elif kind == "prove-spacer":
+            r = prove(inst, BmcOptions(reach_states=0))
         else:
             r = prove(inst, BmcOptions())
     except Exception as exc:  # noqa: BLE001 - reported as the measurement's outcome
@@ -120,11 +122,12 @@ def main() -> int:
             print(f"  bmc / explore: {b['wall'] / max(e['wall'], 1e-9):.0f}x wall")
     if not args.quick:
         print("\nprove sglang_disagg_v0_5_22 (default size)")
-        p = measure("prove", FIXED, {}, args.cap)
-        print(_line("prove", p, args.cap))
-        for note in p.get("notes", []):
-            if "PROVED" in note or "did not close" in note:
-                print(f"    {note}")
+        for kind in ("prove", "prove-spacer"):
+            p = measure(kind, FIXED, {}, args.cap)
+            print(_line(kind, p, args.cap))
+            for note in p.get("notes", []):
+                if "PROVED" in note or "did not close" in note:
+                    print(f"    {note}")
     return 0
 
 

@@ -322,8 +322,8 @@ def test_a_reachable_set_missing_states_is_not_taken_as_a_proof(monkeypatch: pyt
 
     real = diagram.reachable_states
 
-    def truncated(inst: Instance, max_states: int, fits: object = None) -> diagram.ReachableStates:
-        reach = real(inst, max_states, fits)  # type: ignore[arg-type]
+    def truncated(inst: Instance, max_states: int, fits: object = None, report: object = None) -> diagram.ReachableStates:
+        reach = real(inst, max_states, fits, report)  # type: ignore[arg-type]
         return dataclasses.replace(reach, states=reach.states[:-3])
 
     monkeypatch.setattr(diagram, "reachable_states", truncated)

@@ -805,7 +805,15 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                 unreplayable_cti = True
     notes = [f"k-induction did not close up to k={last_k + 1} (no violation in the first {last_k} steps)"]
     if options.reach_states > 0 and not options.free:
-        cert = _reachable_certificate(sym, inst, options, all_invs, overflows)
+        last = [0.0]
+
+        def report(states: int, transitions: int, depth: int, frontier: int) -> None:
+            now = time.perf_counter()
+            if progress is not None and now - last[0] >= 1.0:  # at most one line a second
+                last[0] = now
+                progress(_Progress(depth, now - start, states, transitions, frontier))
+
+        cert = _reachable_certificate(sym, inst, options, all_invs, overflows, report)
         if cert.outcome == "proved":
             return done(Verdict.PROVED, StopReason.INVARIANT_FOUND, cert.depth, [*notes, cert.note],
                         states=cert.states, transitions=cert.transitions)
@@ -909,7 +917,8 @@ class _ReachCertificate:
 
 
 def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str],
-                           overflow_points: z3.BoolRef) -> _ReachCertificate:
+                           overflow_points: z3.BoolRef,
+                           report: Callable[[int, int, int, int], None] | None = None) -> _ReachCertificate:
     """Try the explicitly enumerated reachable set as the inductive invariant, checked by Z3.
 
     Breadth-first search (concrete semantics) finds every reachable state;
@@ -926,7 +935,7 @@ def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOption
     def too_wide(st: State) -> list[int]:
         return [st[i] for i in ints if isinstance(st[i], int) and not fits(st[i], sym.width)]
 
-    reach = reachable_states(inst, options.reach_states, lambda st: not too_wide(st))
+    reach = reachable_states(inst, options.reach_states, lambda st: not too_wide(st), report)
     if reach.unfit is not None:
         # A value the concrete code reaches does not fit: no proof at this width can hold.
         raise WidthError(f"a reachable state holds {too_wide(reach.unfit)[0]}")

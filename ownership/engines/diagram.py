@@ -42,15 +42,16 @@ class ReachableStates:
     """A reached state that ``fits`` refused; the search stopped there."""
 
 
-def reachable_states(inst: Instance, max_states: int,
-                     fits: Callable[[State], bool] | None = None) -> ReachableStates:
+def reachable_states(inst: Instance, max_states: int, fits: Callable[[State], bool] | None = None,
+                     report: Callable[[int, int, int, int], None] | None = None) -> ReachableStates:
     """Breadth-first search without symmetry reduction, stopping after ``max_states`` states.
 
     Symmetry reduction would store one state per orbit, and the invariant must
     hold of every state, so every choice is taken and nothing is merged.  The
     search also stops at the first state ``fits`` refuses (an integer too wide
     for an encoding), since values that grow without bound would otherwise
-    fill memory before the state limit.
+    fill memory before the state limit.  ``report(states, transitions, depth,
+    frontier)`` is called every 4,096 new states.
     """
     inst.set_choice_reduction(())
     inst.set_recording(False)
@@ -76,6 +77,8 @@ def reachable_states(inst: Instance, max_states: int,
                         seen.add(sc.state)
                         order.append(sc.state)
                         nxt.append(sc.state)
+                        if report is not None and not len(order) & 0xFFF:
+                            report(len(order), transitions, depth + 1, len(frontier))
             frontier = nxt
             if frontier:
                 depth += 1
