@@ -947,12 +947,20 @@ def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOption
         raise OwnershipError(Code.ENGINE_DISAGREEMENT, "the decision diagram of the reachable states lost the initial state")
     un = Unroller(sym, prefix="r", overflow_points=overflow_points)
     x = sym.cells
+    tests: dict[tuple[int, Any], z3.BoolRef] = {}  # one "cell == value" term per pair, shared
+
+    def test(cell: int, value: Any) -> z3.BoolRef:
+        key = (cell, (type(value), value))
+        if key not in tests:
+            tests[key] = x[cell] == sym.value_term(value, cell)
+        return tests[key]
+
     memo: list[z3.BoolRef] = [z3.BoolVal(True)]
     for cell, edges in diagram.nodes[1:]:
         by_child: dict[int, list[Any]] = {}
         for value, child in edges:
             by_child.setdefault(child, []).append(value)
-        memo.append(z3.Or(*[z3.And(z3.Or(*[x[cell] == sym.value_term(v, cell) for v in values]), memo[child])
+        memo.append(z3.Or(*[z3.And(z3.Or(*[test(cell, v) for v in values]), memo[child])
                             for child, values in by_child.items()]))
     inside = memo[diagram.root]
     where = _where(sym, options)

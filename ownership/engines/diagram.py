@@ -119,38 +119,44 @@ class Diagram:
 
 
 def build_diagram(states: Sequence[State]) -> Diagram:
-    """The reduced diagram of ``states`` (all of one length; at least one)."""
+    """The reduced diagram of ``states`` (all of one length; at least one).
+
+    Two passes, each mostly inside C: top-down, every distinct prefix of the
+    states gets a dense id per level (a prefix of length ``i + 1`` is a pair
+    of a prefix id of length ``i`` and a value); bottom-up, each prefix's
+    sub-diagram is the set of its (value, sub-diagram) pairs, hash-consed so
+    equal sub-diagrams are one node.  A cell holds values of one type (bools
+    in a bool cell, ints or ``None`` in an int cell), so ``True == 1`` never
+    merges two different values.
+    """
     if not states:
         raise ValueError("a decision diagram needs at least one state")
-    width = len(states[0])
-    # prefixes[i][k]: a dense id of the first i cells of state k.
-    prefixes: list[list[int]] = [[0] * len(states)]
-    for i in range(width):
-        ids: dict[tuple[int, Any], int] = {}
-        prev = prefixes[-1]
-        prefixes.append([ids.setdefault((p, _key(st[i])), len(ids)) for p, st in zip(prev, states, strict=True)])
+    columns = list(zip(*states, strict=True))
+    prev: list[int] = [0] * len(states)
+    # extensions[i][j] = (prefix id at level i, value of cell i) of the j-th distinct prefix of length i + 1
+    extensions: list[list[tuple[int, Any]]] = []
+    for column in columns:
+        keys = list(zip(prev, column, strict=True))
+        distinct = list(dict.fromkeys(keys))
+        index = {k: j for j, k in enumerate(distinct)}
+        prev = list(map(index.__getitem__, keys))
+        extensions.append(distinct)
     nodes: list[tuple[int, tuple[tuple[Any, int], ...]]] = [(-1, ())]
     unique: dict[tuple[int, frozenset[tuple[Any, int]]], int] = {}
-    below = [LEAF] * (max(prefixes[width]) + 1)
-    for i in range(width - 1, -1, -1):
-        # The sub-diagram under a prefix is the set of (value of cell i, sub-diagram below).
-        edges: dict[int, dict[tuple[Any, int], tuple[Any, int]]] = {}
-        for p, st, q in zip(prefixes[i], states, prefixes[i + 1], strict=True):
-            edge = (st[i], below[q])
-            edges.setdefault(p, {})[(_key(st[i]), below[q])] = edge
-        here = [LEAF] * len(edges)
-        for p, es in edges.items():
+    below = [LEAF] * len(extensions[-1])
+    for i in range(len(columns) - 1, -1, -1):
+        prefixes = len(extensions[i - 1]) if i else 1
+        edges: list[list[tuple[Any, int]]] = [[] for _ in range(prefixes)]
+        for (p, value), child in zip(extensions[i], below, strict=True):
+            edges[p].append((value, child))
+        here: list[int] = []
+        for es in edges:
             key = (i, frozenset(es))
             node = unique.get(key)
             if node is None:
                 node = len(nodes)
                 unique[key] = node
-                nodes.append((i, tuple(es.values())))
-            here[p] = node
+                nodes.append((i, tuple(es)))
+            here.append(node)
         below = here
     return Diagram(tuple(nodes), below[0])
-
-
-def _key(value: Any) -> Any:
-    # True == 1 and hash(True) == hash(1): keep a bool cell's values apart from ints.
-    return (type(value), value)
