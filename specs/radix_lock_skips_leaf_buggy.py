@@ -69,6 +69,7 @@ spec.var("prompt", Optional(radix.Node), per=Req, init=None, doc="the prompt's l
 spec.var("handle", Optional(radix.Node), per=Req, init=None, doc="RadixCacheHandle.node of the match (none: root)")
 
 
+@spec.helper  # replaced by radix_lock_skips_leaf_fixed
 def lock_handle(s, node, unlock: bool = False) -> None:
     """RadixCacheManager.lock_handle as shipped: ``node = node.parent`` comes first."""
     if unlock:

@@ -5,9 +5,9 @@ declaration is shared; only ``lock_handle`` changes, exactly as in the
 upstream diff (mini-sglang commit 8827b0f, ``kvcache/radix_manager.py
 RadixCacheManager.lock_handle``): in both the lock and the unlock loop,
 ``node = node.parent`` moves from the first line of the loop body to the
-last, so the handle's own node is counted before its ancestors.  The two
-actions that call it (``prefill`` locks, ``finish`` unlocks) are replaced by
-copies that call the fixed function.
+last, so the handle's own node is counted before its ancestors.  The shipped
+spec declares it with ``@spec.helper``, so replacing it here changes it for
+both actions that call it (``prefill`` locks, ``finish`` unlocks).
 
 Expected: safe; a matched node is locked for as long as its request runs,
 so it is never evictable, and a request whose prefix is locked by others
@@ -15,9 +15,9 @@ waits for memory instead of evicting it.
 """
 
 import radix_lock_skips_leaf_buggy as base
-from radix_lock_skips_leaf_buggy import ROOT, Phase, Req, extend_len, pool, radix
+from radix_lock_skips_leaf_buggy import ROOT, radix
 
-from ownership import Source, require, safe
+from ownership import Source, safe
 
 spec = base.spec.derive(
     "radix_lock_skips_leaf_fixed",
@@ -32,6 +32,7 @@ spec = base.spec.derive(
 )
 
 
+@spec.replace
 def lock_handle(s, node, unlock: bool = False) -> None:
     """RadixCacheManager.lock_handle after PR #52: count the node, then move to its parent."""
     if unlock:
@@ -42,28 +43,3 @@ def lock_handle(s, node, unlock: bool = False) -> None:
         while node != ROOT:
             radix.add_ref(s, node, 1)
             node = radix.parent(s, node)  # FIX: moved after the update
-
-
-@spec.replace
-def prefill(s, r: Req, prompt: radix.Node):
-    """_try_allocate_one (match, lock, admit), then _prepare_batch's allocate and the forward."""
-    require(s.phase[r] == Phase.PENDING and s.prompt[r] == prompt)
-    handle = radix.match(s, r, radix.parent(s, prompt))  # match_req: input_ids[:input_len - 1]
-    lock_handle(s, handle)  # the fixed lock_handle
-    require(extend_len(prompt, handle) <= radix.evictable(s) + pool.available(s))  # else unlock: stays pending
-    s.handle[r] = handle
-    radix.alloc(s, r, prompt, handle)  # CacheManager.allocate: evicts when the free list is short
-    radix.write(s, r)
-    radix.read(s, r)
-    s.phase[r] = Phase.RUNNING
-
-
-@spec.replace
-def finish(s, r: Req):
-    """free_and_cache_finished_req: insert_prefix, free the duplicates, unlock the old handle."""
-    require(s.phase[r] == Phase.RUNNING)
-    radix.insert(s, r, s.prompt[r])
-    radix.release(s, r)
-    lock_handle(s, s.handle[r], unlock=True)  # the fixed lock_handle
-    s.handle[r] = ROOT
-    s.phase[r] = Phase.DONE

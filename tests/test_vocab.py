@@ -196,10 +196,51 @@ def test_derive_and_replace_patch_one_action() -> None:
 
     assert spec.actions["step"].fn is not fixed.actions["step"].fn
     assert fixed.invariants == spec.invariants and fixed.name == "tiny_fixed"
-    with pytest.raises(OwnershipError, match="no action"):
+    with pytest.raises(OwnershipError, match="no action or @spec.helper missing"):
 
         @fixed.replace
         def missing(s):
+            pass
+
+
+def test_a_replaced_helper_changes_every_caller_of_the_derived_spec_only() -> None:
+    from ownership.engines.explore import explore
+
+    spec = Spec("counter")
+    spec.var("x", int, init=0)
+
+    @spec.helper
+    def bump(s, by: int) -> None:
+        s.x = s.x + by
+
+    @spec.action
+    def once(s):
+        require(s.x < 3)
+        bump(s, 1)
+
+    @spec.action
+    def twice(s):
+        require(s.x < 3)
+        bump(s, 2)
+
+    @spec.invariant
+    def small(s):
+        return s.x <= 4
+
+    fixed = spec.derive("counter_by_zero")
+
+    @fixed.replace
+    def bump(s, by: int) -> None:  # noqa: F811
+        s.x = s.x + 0 * by
+
+    # The base spec still steps by 1 and 2 (x reaches 4); the derived one never moves.
+    assert explore(Instance(spec)).stats.states == 5
+    assert explore(Instance(fixed)).stats.states == 1
+    assert spec.helpers["bump"] is not fixed.helpers["bump"]
+    with pytest.raises(OwnershipError, match="helper bump declared twice"):
+
+        @spec.helper
+        def bump(s) -> None:  # noqa: F811
             pass
 
 

@@ -16,6 +16,7 @@ concrete parameter values and runs it.  Engines only ever see those two.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -239,6 +240,8 @@ class Spec:
     done: Callable[..., Any] | None = None
     extensions: dict[str, Any] = field(default_factory=dict)
     derived_values: dict[str, Derived] = field(default_factory=dict)
+    helpers: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    """Functions declared with :meth:`helper`, which a derived spec may replace."""
 
     def __post_init__(self) -> None:
         if self.file is None:
@@ -359,17 +362,39 @@ class Spec:
             done=self.done,
             extensions=dict(self.extensions),
             derived_values=dict(self.derived_values),
+            helpers=dict(self.helpers),
         )
 
     def replace(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator: replace the existing action of the same name (see :meth:`derive`)."""
+        """Decorator: replace the existing action or helper of the same name (see :meth:`derive`).
+
+        Replacing a helper changes it for every action that calls it, in this
+        spec only: the spec it was derived from keeps its own.
+        """
+        if fn.__name__ in self.helpers:
+            self.helpers[fn.__name__] = fn
+            return _dispatcher(fn)
         if fn.__name__ not in self.actions:
             raise self._error(
-                f"replace: no action {fn.__name__} to replace (use @spec.action for a new one)",
+                f"replace: no action or @spec.helper {fn.__name__} to replace (use @spec.action for a new one)",
                 fn.__code__.co_firstlineno,
             )
         del self.actions[fn.__name__]
         return self.action(fn)
+
+    def helper(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: a function of the state view that actions call and derived specs may replace.
+
+        ``fn(s, ...)`` is called as usual; the call runs the version of the
+        spec being checked (``s``'s spec), so a fix confined to a helper, such
+        as ``lock_handle``, is written as a replaced helper and no action that
+        calls it needs copying.
+        """
+        name = fn.__name__
+        if name in self.helpers or name in self.actions:
+            raise self._error(f"helper {name} declared twice", fn.__code__.co_firstlineno)
+        self.helpers[name] = fn
+        return _dispatcher(fn)
 
     def action(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: register ``fn(s, arg: Domain, ...)`` as an action."""
@@ -472,3 +497,14 @@ class Spec:
     def default_params(self) -> dict[str, int]:
         """Every parameter at its default value."""
         return {n: p.default for n, p in self.params.items()}
+
+
+def _dispatcher(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in for helper ``fn`` that runs the version of the spec ``s`` belongs to."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def call(s: Any, *args: Any, **kwargs: Any) -> Any:
+        return s._inst.spec.helpers[name](s, *args, **kwargs)
+
+    return call
