@@ -35,6 +35,7 @@ from .symbolic import (
     Path,
     SymbolicSpec,
     WidthError,
+    conjunction,
     coverage_note,
     fits,
     int_of,
@@ -160,6 +161,8 @@ class Unroller:
 
     def _transition_template(self) -> z3.BoolRef:
         """The step relation over placeholders: ``x!i`` now, ``y!i`` next, ``sel!`` the path taken."""
+        if self._template is None and self.stutter in self.sym.step_templates:
+            self._template = self.sym.step_templates[self.stutter]
         if self._template is None:
             sel = z3.BitVec("sel!", self._sel_bits)
             lo = -1 if self.stutter else 0
@@ -173,7 +176,8 @@ class Unroller:
                 for j in self._writers.get(i, ()):
                     nxt = z3.If(sel == j, self.sym.value_term(self.paths[j].path.writes[i], i), nxt)
                 out.append(z3.Const(f"y!{i}", self.sym.sorts[i]) == nxt)
-            self._template = z3.And(*out)
+            self._template = conjunction(out)
+            self.sym.step_templates[self.stutter] = self._template
         return self._template
 
     def transition(self, k: int) -> list[z3.BoolRef]:
@@ -481,6 +485,9 @@ def live_overflows(sym: SymbolicSpec, lemmas: Sequence[z3.BoolRef], options: Bmc
         s.pop()
         return answer != z3.unsat  # unknown keeps the point: dropping needs a proof
 
+    # One small check per point: checking the disjunction of the rest and harvesting every
+    # point each model satisfies took 107 checks but 34 s on vllm_fork_double_free_fixed
+    # (3,736 points), against 2.5 s for 3,737 small ones.
     live = [p for p in points if possible(p)] if points and possible(z3.Or(*points)) else []
     return z3.simplify(z3.Or(*live)) if live else z3.BoolVal(False)
 

@@ -340,6 +340,20 @@ class Path:
     """Conditions under which this path computes an integer outside the encoding's range."""
 
 
+def conjunction(terms: Sequence[z3.BoolRef]) -> z3.BoolRef:
+    """``z3.And(*terms)`` for a non-empty list of Boolean terms of one context, built in C.
+
+    ``z3.And`` checks and coerces every argument in Python; overflow points
+    take the whole path condition each, so on long paths (sums over pages)
+    that checking was most of the time spent encoding a spec.
+    """
+    if len(terms) == 1:
+        return terms[0]
+    ctx = terms[0].ctx
+    args = (z3.Ast * len(terms))(*[t.as_ast() for t in terms])
+    return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), len(terms), args), ctx)
+
+
 class PathExplorer:
     """Runs a function once per branch-decision sequence (see the module docstring)."""
 
@@ -360,7 +374,7 @@ class PathExplorer:
         ok = z3.simplify(ok)
         if z3.is_true(ok):
             return
-        self.overflows.append(z3.And(*self.pc, z3.Not(ok)))
+        self.overflows.append(conjunction([*self.pc, z3.Not(ok)]))
         self.pc.append(ok)
 
     def branch(self, cond: z3.BoolRef) -> bool:
@@ -590,6 +604,9 @@ class SymbolicSpec:
     actions: list[ActionPaths] = field(init=False)
     invariants: dict[str, list[Path]] = field(init=False)
     param_terms: dict[str, z3.ArithRef] = field(init=False)
+    step_templates: dict[bool, z3.BoolRef] = field(init=False, default_factory=dict)
+    """The step relation over placeholders, with and without stuttering, built once per encoding
+    (see ``Unroller``; prove builds a dozen unrollers)."""
 
     def __post_init__(self) -> None:
         inst = self.inst
