@@ -737,13 +737,18 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
                            shown, tuple(all_invs), violated=violated, trace=trace, options=opts,
                            notes=(*notes, *widened, coverage_note(sym.width)))
 
+    def shortest_by_bmc() -> CheckResult:
+        return bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
+
+    def violated(found: CheckResult, notes: Sequence[str]) -> CheckResult:
+        # ``found`` holds another engine's shortest trace, replayed when it was built.
+        return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth, notes, found.violated, found.trace)
+
     def shortest_violation(notes: list[str], found_by: str) -> CheckResult:
         # A violation (or an overflow) is reachable; bmc finds the shortest one to show.
-        found = bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
+        found = shortest_by_bmc()
         if found.trace is not None:
-            return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
-                        [*notes, f"{found_by} found a violation; the shortest trace is from bmc"], found.violated,
-                        found.trace)
+            return violated(found, [*notes, f"{found_by} found a violation; the shortest trace is from bmc"])
         if _spacer(sym, inst, options, [], overflows)[0] == z3.unsat:
             raise WidthError(f"{found_by} found a step that overflows them")
         return done(Verdict.VIOLATED, StopReason.VIOLATION, last_k, [
@@ -831,9 +836,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
 
             found = explore(inst, ExploreOptions(invariants=tuple(all_invs)))
             if found.trace is not None:
-                return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
-                            [*notes, cert.note, "the shortest trace is from breadth-first search"],
-                            found.violated, found.trace)
+                return violated(found, [*notes, cert.note, "the shortest trace is from breadth-first search"])
             raise OwnershipError(Code.ENGINE_DISAGREEMENT, "Z3 found a reachable state that violates "
                                  f"{cert.violated}, but breadth-first search found no violation")
         notes.append(cert.note)
@@ -850,10 +853,9 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         if why.startswith(_REJECTED):
             # A rejected invariant is a wrong answer, and Spacer's answers have been seen to
             # depend on what the process solved before: a buggy spec must still get its trace.
-            found = bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
+            found = shortest_by_bmc()
             if found.trace is not None:
-                return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth,
-                            [*notes, "bmc found a violation"], found.violated, found.trace)
+                return violated(found, [*notes, "bmc found a violation"])
             notes.append(f"bmc found no violation up to depth {found.stats.depth}")
     if cti is None and unreplayable_cti:
         notes.append("the counterexample to induction starts from a state that no execution reaches and that the "
