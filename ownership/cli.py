@@ -22,6 +22,7 @@ try:  # typer >= 0.20 vendors click
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click import exceptions as click_exc  # type: ignore[no-redef]
 
+from ownership import inputs
 from ownership.errors import Code, ExitCode, OwnershipError
 
 
@@ -75,17 +76,8 @@ def main() -> None:
     app()
 
 
-def _parse_params(items: list[str] | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise OwnershipError(Code.BAD_PARAM, f"--param expects NAME=VALUE, got {item!r}")
-        try:
-            out[name.strip()] = int(value.replace("_", ""))
-        except ValueError:
-            raise OwnershipError(Code.BAD_PARAM, f"--param {name}: {value!r} is not an integer") from None
-    return out
+def _parse_params(items: list[str] | None, free: list[str] | None = None) -> dict[str, int]:
+    return inputs.parse_params(items, free or ())
 
 
 class _Progress:
@@ -146,6 +138,26 @@ class _CheckSettings:
     max_examples: int | None = None
     steps: int | None = None
     derandomize: bool = False
+    max_domain: int = inputs.DEFAULT_MAX_DOMAIN
+
+    def search_flags(self, params: dict[str, int], defaults: dict[str, int]) -> list[str]:
+        """The flags that change what this run searches: they name its counterexample folder.
+
+        The reproduce line's flags without ``--engine`` (the engine has a folder
+        level of its own) and ``--explain`` (it reads the result, it does not
+        change it), after the parameters that differ from the spec's defaults.
+        """
+        flags = [f"{k}={v}" for k, v in params.items() if defaults.get(k) != v]
+        rest = self.reproduce_flags()
+        i = 0
+        while i < len(rest):
+            if rest[i] == "--engine":
+                i += 2
+                continue
+            if rest[i] != "--explain":
+                flags.append(rest[i])
+            i += 1
+        return flags
 
     def reproduce_flags(self, result: Any = None) -> list[str]:
         flags: list[str] = []
@@ -261,10 +273,17 @@ def _run_check(
     from ownership.spec.loader import load_spec
 
     spec = load_spec(spec_path)
+    inputs.check_instance_size(spec, settings.params, settings.max_domain)
     inst = Instance(spec, settings.params)
     if settings.engine not in ENGINE_NAMES:
         raise OwnershipError(Code.BAD_OPTION, f"unknown engine {settings.engine!r} (available: {', '.join(ENGINE_NAMES)})")
     engines = ["explore", "bmc", "hypothesis"] if settings.engine == "all" else [settings.engine]
+    # Where a counterexample would go, checked before the engine runs (a long check must not end in an unwritable folder).
+    out_dir = settings.out
+    if out_dir is None:
+        out_dir = _default_out(spec.name, settings.engine, settings.search_flags(inst.param_values, spec.default_params()))
+        if not quiet:
+            inputs.check_output_dir(out_dir, "--out (default)")
     results = []
     for engine in engines:
         progress = _Progress(settings.progress and not quiet)
@@ -289,13 +308,15 @@ def _run_check(
         _explain(spec, result, settings)
     written: list[Path] = []
     if result.trace is not None:
-        out_dir = settings.out if settings.out is not None else _default_out(spec.name, result.engine)
         from ownership.render.files import write_counterexample
 
         formats = settings.formats if settings.render else ()
         try:
-            written = write_counterexample(result.trace, out_dir, formats=formats)
+            with inputs.writing(out_dir, "--out"):
+                written = write_counterexample(result.trace, out_dir, formats=formats)
         except OwnershipError as exc:
+            if exc.code is Code.OUTPUT_PATH:
+                raise
             sys.stderr.write(exc.one_line() + " (trace.json and trace.dot were still written)\n")
             written = [p for p in (out_dir / "trace.json", out_dir / "trace.dot") if p.exists()]
         typer.echo("")
@@ -318,15 +339,20 @@ ParamOpt = Annotated[
 ]
 JunitOpt = Annotated[
     Path | None,
-    typer.Option("--junit", help="Also write a JUnit XML report: a test case per spec and invariant, the trace as failure text."),
+    typer.Option("--junit", parser=inputs.output_file("--junit"), help="Also write a JUnit XML report: a test case per spec and invariant, the trace as failure text."),
 ]
 SarifOpt = Annotated[
     Path | None,
-    typer.Option("--sarif", help="Also write a SARIF 2.1.0 log: each violation at the spec line of the action that breaks it."),
+    typer.Option("--sarif", parser=inputs.output_file("--sarif"), help="Also write a SARIF 2.1.0 log: each violation at the spec line of the action that breaks it."),
+]
+MaxDomainOpt = Annotated[
+    int,
+    typer.Option(help="Refuse instances with a domain or value set of more than this many elements "
+                      "(a typo such as -p pages=1000000000 would otherwise hang while the tables are built)."),
 ]
 JsonOpt = Annotated[
     Path | None,
-    typer.Option("--json", help="Also write machine-readable results: verdict, stop reason, coverage, statistics, files."),
+    typer.Option("--json", parser=inputs.output_file("--json"), help="Also write machine-readable results: verdict, stop reason, coverage, statistics, files."),
 ]
 
 
@@ -345,8 +371,9 @@ def check(
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry", help="Merge states equal up to permuting symmetric domains.")] = True,
     deadlock: Annotated[bool, typer.Option("--deadlock", help="Also report states where requests are pending and nothing can run.")] = False,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Check only this invariant (repeatable).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Directory for trace.json/.dot/.svg (default counterexamples/<spec>/, "
-                                                 "or counterexamples/<spec>/<engine>/ for engines other than explore).")] = None,
+    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for trace.json/.dot/.svg "
+                                                 "(default counterexamples/<spec>/ for a run without search options, else "
+                                                 "counterexamples/<spec>/<engine>/[<options>]/; see docs/cli.md).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Picture format besides the DOT file: svg, png or svg,png.")] = "svg",
     render: Annotated[bool, typer.Option("--render/--no-render", help="Draw the picture (trace.json and trace.dot are always written).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress lines on stderr for long runs.")] = True,
@@ -359,20 +386,22 @@ def check(
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
     for f in formats:
         if f not in ("svg", "png"):
             raise OwnershipError(Code.BAD_OPTION, f"--format {f!r}: use svg, png or svg,png")
-    for name, value in (("--max-depth", max_depth), ("--max-states", max_states), ("--max-seconds", max_seconds)):
-        if value is not None and value < 0:
-            raise OwnershipError(Code.BAD_OPTION, f"{name} must be non-negative")
+    _check_limits(max_depth, max_states, max_seconds, solver_timeout, max_domain)
+    inputs.check_count("--seed", seed, 0)
+    inputs.check_count("--max-examples", max_examples, 1)
+    inputs.check_count("--steps", steps, 1)
     settings = _CheckSettings(
-        engine, _parse_params(param), max_depth, max_states, max_seconds, symmetry, deadlock,
+        engine, _parse_params(param, free), max_depth, max_states, max_seconds, symmetry, deadlock,
         tuple(invariant) if invariant else None, out, formats, render, progress,
         solver_timeout, tuple(free or ()), tuple(where or ()), minimize, maximize, explain=explain,
-        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize,
+        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain,
     )
     from ownership.render.ci import reporting
 
@@ -385,6 +414,17 @@ def check(
             code, _ = _run_check(spec_path, settings, record=runs)
             worst = _worse(worst, code)
     raise typer.Exit(int(worst))
+
+
+def _check_limits(
+    max_depth: int | None, max_states: int | None, max_seconds: float | None, solver_timeout: float | None, max_domain: int
+) -> None:
+    """The search limits every checking command shares, refused out of range with OWN015."""
+    inputs.check_count("--max-depth", max_depth, 0)
+    inputs.check_count("--max-states", max_states, 1)
+    inputs.check_seconds("--max-seconds", max_seconds)
+    inputs.check_seconds("--solver-timeout", solver_timeout)
+    inputs.check_count("--max-domain", max_domain, 1)
 
 
 def _explain(spec: Any, result: Any, settings: _CheckSettings) -> None:
@@ -403,7 +443,7 @@ def _explain(spec: Any, result: Any, settings: _CheckSettings) -> None:
 @app.command()
 def report(
     specs: Annotated[list[Path], typer.Argument(help="Spec files.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    out: Annotated[Path, typer.Option("--out", "-o", parser=inputs.output_file("--out"), help="The HTML file to write.")] = Path("report.html"),
     engine: Annotated[list[str] | None, typer.Option("--engine", help="Engine to run (repeatable): explore (default), bmc.")] = None,
     param: ParamOpt = None,
     max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
@@ -411,10 +451,12 @@ def report(
     max_seconds: Annotated[float | None, typer.Option(help="explore: stop after this many seconds.")] = None,
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
     solver_timeout: Annotated[float | None, typer.Option(help="bmc: seconds per solver call.")] = None,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Write a self-contained HTML design-review report: verdicts, pictures, steps, spec source, diagnosis."""
     from ownership.render.html import build_section, render_report
 
+    _check_limits(max_depth, max_states, max_seconds, solver_timeout, max_domain)
     engines = list(dict.fromkeys(engine or ["explore"]))
     for e in engines:
         if e not in ("explore", "bmc"):
@@ -425,7 +467,7 @@ def report(
     for spec_path in specs:
         settings = [
             _CheckSettings(e, params, max_depth, max_states if e == "explore" else None, max_seconds if e == "explore" else None,
-                           symmetry, False, None, None, ("svg",), False, True, solver_timeout)
+                           symmetry, False, None, None, ("svg",), False, True, solver_timeout, max_domain=max_domain)
             for e in engines
         ]
         runs = []
@@ -436,21 +478,29 @@ def report(
         sections.append(build_section(spec_path, runs, params, max_states=max_states, symmetry=symmetry))
         typer.echo(f"{spec_path}: " + ", ".join(f"{r.engine} {r.verdict.name}" for r, _ in runs))
     command = "ownership report " + " ".join(str(p) for p in specs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(sections, command=command), encoding="utf-8")
+    html = render_report(sections, command=command)
+    with inputs.writing(out, "--out"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(html, encoding="utf-8")
     typer.echo(f"wrote {out}")
     raise typer.Exit(int(worst))
 
 
-def _default_out(spec_name: str, engine: str) -> Path:
+def _default_out(spec_name: str, engine: str, flags: list[str] | None = None) -> Path:
     """Where a counterexample goes without ``--out``.
 
-    The explorer's traces are the ones kept under version control next to
-    the specs; other engines write beside them, in a folder of their own, so
-    that trying an engine never overwrites the explorer's committed trace.
+    The committed traces under ``counterexamples/<spec>/`` are those of the
+    plain ``ownership check SPEC`` (explorer, default parameters, no option
+    that changes the search).  Every other run writes beside them, in a
+    folder of its own: ``<engine>/`` for another engine with its defaults,
+    ``<engine>/<flags>/`` for any run with search options (``-p``, ``-i``,
+    ``--max-depth``, ``--free``, ...), so trying something never overwrites a
+    committed trace unless ``--out`` names it.
     """
     base = Path("counterexamples") / spec_name
-    return base if engine == "explore" else base / engine
+    if not flags:
+        return base if engine == "explore" else base / engine
+    return base / engine / inputs.run_slug(flags)
 
 
 def _worse(a: ExitCode, b: ExitCode) -> ExitCode:
@@ -491,20 +541,25 @@ def mbt(
     steps: Annotated[int, typer.Option(help="Steps per example.")] = 30,
     seed: Annotated[int | None, typer.Option(help="Random seed (a run without one prints the seed it drew).")] = None,
     derandomize: Annotated[bool, typer.Option("--derandomize", help="Same examples on every run (CI mode).")] = False,
-    out: Annotated[Path | None, typer.Option(help="Directory for the spec side of a failing run (trace.json, picture).")] = None,
+    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for the spec side of a failing run (trace.json, picture).")] = None,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Model-based test: drive an implementation and SPEC in lock step; fail at the first step they disagree."""
     from ownership.render.text import headline
     from ownership.spec.loader import load_spec
     from ownership.testing.mbt import MBTOptions, load_adapter, run_mbt
 
-    if max_examples < 1 or steps < 1:
-        raise OwnershipError(Code.BAD_OPTION, "--max-examples and --steps must be at least 1")
+    inputs.check_count("--max-examples", max_examples, 1)
+    inputs.check_count("--steps", steps, 1)
+    inputs.check_count("--seed", seed, 0)
+    inputs.check_count("--max-domain", max_domain, 1)
+    params = _parse_params(param)
     cls = load_adapter(adapter)
     spec = load_spec(spec_path)
+    inputs.check_instance_size(spec, params, max_domain)
     result = run_mbt(
         cls, MBTOptions(max_examples=max_examples, steps=steps, seed=seed, derandomize=derandomize),
-        spec=spec, params=_parse_params(param),
+        spec=spec, params=params,
     )
     typer.echo(headline(result))
     typer.echo(f"  {result.coverage()}")
@@ -518,7 +573,8 @@ def mbt(
         from ownership.render.files import write_counterexample
 
         out_dir = out if out is not None else Path("counterexamples") / f"{spec.name}-mbt"
-        written = write_counterexample(result.trace, out_dir, formats=())
+        with inputs.writing(out_dir, "--out"):
+            written = write_counterexample(result.trace, out_dir, formats=())
         typer.echo(f"\n  spec side of the failing run: {', '.join(str(p) for p in written)}")
     flags = [f"--adapter {adapter}", f"--max-examples {max_examples}", f"--steps {steps}"]
     flags.append("--derandomize" if derandomize else f"--seed {result.options.get('seed')}")
@@ -530,6 +586,7 @@ def mbt(
 def replay(
     trace_file: Annotated[Path, typer.Argument(help="A trace.json written by `ownership check`.")],
     spec_path: Annotated[Path | None, typer.Option("--spec", help="Spec file (default: the path recorded in the trace).")] = None,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Re-execute a saved trace on its spec and confirm its violation (exit 0), or say where it diverges (exit 1)."""
     from ownership.core.replay import replay as do_replay
@@ -544,11 +601,20 @@ def replay(
         raise OwnershipError(
             Code.TRACE_SPEC_MISSING, f"trace is for spec {trace.spec!r} but {path} defines {spec.name!r}", str(trace_file)
         )
+    inputs.check_count("--max-domain", max_domain, 1)
     try:
+        inputs.check_instance_size(spec, trace.params, max_domain)
         inst = Instance(spec, trace.params)
     except OwnershipError as exc:
+        if exc.code is Code.INSTANCE_TOO_LARGE:
+            raise OwnershipError(exc.code, f"the trace's parameters: {exc.message}", str(trace_file)) from None
         raise OwnershipError(Code.TRACE_CORRUPT, f"trace parameters do not fit the spec: {exc.message}", str(trace_file)) from None
-    outcome = do_replay(inst, trace)
+    try:
+        outcome = do_replay(inst, trace)
+    except OwnershipError as exc:
+        if exc.code is Code.TRACE_MISMATCH and exc.file is None:
+            exc.file = str(trace_file)
+        raise
     if outcome.ok:
         typer.echo(f"REPLAYED  {trace_file}: {outcome.message}")
         raise typer.Exit(0)
@@ -576,7 +642,7 @@ def _locate_spec(recorded: str | None, trace_file: Path) -> Path:
 def render(
     trace_file: Annotated[Path, typer.Argument(help="A trace.json written by `ownership check`.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="svg, png or dot.")] = "svg",
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (default: next to the trace).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", parser=inputs.output_file("--out"), help="Output file (default: next to the trace).")] = None,
 ) -> None:
     """Redraw a saved trace as SVG, PNG or DOT."""
     from ownership.core.trace import Trace
@@ -585,12 +651,27 @@ def render(
 
     if fmt not in ("svg", "png", "dot"):
         raise OwnershipError(Code.BAD_OPTION, f"--format {fmt!r}: use svg, png or dot")
+    named = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}.get(out.suffix.lower()) if out is not None else None
+    if out is not None and named is not None and named != fmt:
+        raise OwnershipError(
+            Code.BAD_OPTION, f"--out {out} names a {out.suffix} file but --format is {fmt}: "
+            f"pass --format {named} or another file name"
+        )
     trace = Trace.load(trace_file)
-    source = trace_to_dot(trace)
+    try:
+        source = trace_to_dot(trace)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # Trace.load checks the shape; the states themselves are only read here.
+        raise OwnershipError(
+            Code.TRACE_CORRUPT, f"trace cannot be drawn ({type(exc).__name__}: {exc}); was it edited by hand?", str(trace_file)
+        ) from None
     target = out or trace_file.with_suffix(f".{fmt}")
+    if out is None:
+        inputs.check_output_file(target, "--out (default)")
     data = source.encode() if fmt == "dot" else run_dot(source, fmt)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    with inputs.writing(target, "--out"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
     typer.echo(f"wrote {target}")
 
 
@@ -600,18 +681,22 @@ def test_specs(
     param: ParamOpt = None,
     max_seconds: Annotated[float | None, typer.Option(help="Per-spec time limit (a spec that hits it fails).")] = None,
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
-    out: Annotated[Path | None, typer.Option(help="Write each counterexample (trace.json/.dot/.svg) to OUT/<spec>/; default: none written.")] = None,
+    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Write each counterexample (trace.json/.dot/.svg) to OUT/<spec>/; default: none written.")] = None,
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
     from ownership.core.expectation import judge
-    from ownership.render.ci import reporting, skipped_run, spec_run
+    from ownership.render.ci import error_run, reporting, skipped_run, spec_run
     from ownership.spec.loader import spec_files
 
+    inputs.check_seconds("--max-seconds", max_seconds)
+    inputs.check_count("--max-domain", max_domain, 1)
     params = _parse_params(param)
-    failures = passed = 0
+    failures = passed = errors = 0
+    worst = ExitCode.OK
     files = spec_files(directory)
     if not files:
         raise OwnershipError(Code.BAD_OPTION, "no spec files here", str(directory))
@@ -620,16 +705,33 @@ def test_specs(
         for path in files:
             from ownership.spec.loader import load_spec
 
-            spec = load_spec(path)
-            started = time.perf_counter()
-            if spec.expect is None:
-                typer.echo(f"SKIP  {spec.name}: declares no expected verdict")
-                runs.append(skipped_run(spec, path, "declares no expected verdict"))
+            try:  # a spec that does not load or run is listed with its error; the others still run
+                spec = load_spec(path)
+                started = time.perf_counter()
+                if spec.expect is None:
+                    typer.echo(f"SKIP  {spec.name}: declares no expected verdict")
+                    runs.append(skipped_run(spec, path, "declares no expected verdict"))
+                    continue
+                # --param applies to every spec: one that lacks the parameter is an error, not a run at its defaults.
+                missing = [k for k in params if k not in spec.params]
+                if missing:
+                    raise OwnershipError(
+                        Code.UNKNOWN_PARAM,
+                        f"spec {spec.name} has no parameter {missing[0]!r} (known: {', '.join(spec.params) or 'none'}); "
+                        "ownership test applies --param to every spec in the folder",
+                        spec.file, spec.line,
+                    )
+                settings = _CheckSettings(
+                    "explore", params, None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False,
+                    max_domain=max_domain,
+                )
+                _, result = _run_check(path, settings, quiet=True)
+            except OwnershipError as exc:
+                typer.echo(f"ERROR  {path}: {exc.one_line()}")
+                runs.append(error_run(path, exc, mode="test"))
+                errors += 1
+                worst = _worse(worst, exc.exit_code)
                 continue
-            # --param applies to the specs that declare the parameter.
-            mine = {k: v for k, v in params.items() if k in spec.params}
-            settings = _CheckSettings("explore", mine, None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False)
-            _, result = _run_check(path, settings, quiet=True)
             verdict = judge(spec.expect, result)
             ok = verdict.ok
             took = time.perf_counter() - started
@@ -646,9 +748,13 @@ def test_specs(
             runs.append(spec_run(spec, path, result, mode="test", files=written))
             failures += not ok
             passed += ok
-    skipped = len(files) - passed - failures
-    typer.echo(f"specs: {passed} passed, {failures} failed" + (f", {skipped} skipped" if skipped else ""))
-    raise typer.Exit(int(ExitCode.VIOLATION) if failures else 0)
+    skipped = len(files) - passed - failures - errors
+    typer.echo(
+        f"specs: {passed} passed, {failures} failed"
+        + (f", {errors} error" + ("s" if errors > 1 else "") if errors else "")
+        + (f", {skipped} skipped" if skipped else "")
+    )
+    raise typer.Exit(int(_worse(worst, ExitCode.VIOLATION if failures else ExitCode.OK)))
 
 
 def _write_test_trace(trace: Any, out_dir: Path) -> list[Path]:
@@ -665,14 +771,13 @@ def _write_test_trace(trace: Any, out_dir: Path) -> list[Path]:
 @app.command()
 def graph(
     spec_path: Annotated[Path, typer.Argument(help="Spec file.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output file: .graphml, .gexf or .dot.")],
+    out: Annotated[Path, typer.Option("--out", "-o", parser=inputs.output_file("--out"), help="Output file: .graphml, .gexf or .dot.")],
     param: ParamOpt = None,
     max_states: Annotated[int, typer.Option(help="Refuse graphs with more states than this.")] = 200_000,
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Export the reachable state graph (networkx) for other tools."""
-    import networkx as nx
-
     from ownership.engines.graph import GraphOptions, state_graph, violating_nodes
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
@@ -680,8 +785,26 @@ def graph(
     suffix = out.suffix.lower()
     if suffix not in (".graphml", ".gexf", ".dot", ".gv"):
         raise OwnershipError(Code.BAD_OPTION, f"--out {out}: use a .graphml, .gexf or .dot file")
-    inst = Instance(load_spec(spec_path), _parse_params(param))
+    inputs.check_count("--max-states", max_states, 1)
+    inputs.check_count("--max-domain", max_domain, 1)
+    params = _parse_params(param)
+    spec = load_spec(spec_path)
+    inputs.check_instance_size(spec, params, max_domain)
+    inst = Instance(spec, params)
     g = state_graph(inst, GraphOptions(max_states=max_states, symmetry=symmetry))
+    with inputs.writing(out, "--out"):
+        _write_graph(g, out, suffix)
+    bad = violating_nodes(g)
+    typer.echo(
+        f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions, "
+        f"{len(bad):,} violating states"
+    )
+
+
+def _write_graph(g: Any, out: Path, suffix: str) -> None:
+    """``ownership graph``'s file, in the format its suffix names."""
+    import networkx as nx
+
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".graphml":
         nx.write_graphml(g, out)
@@ -697,11 +820,6 @@ def graph(
             lines.append(f'  {a} -> {b} [label="{label}"];')
         lines.append("}")
         out.write_text("\n".join(lines) + "\n")
-    bad = violating_nodes(g)
-    typer.echo(
-        f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions, "
-        f"{len(bad):,} violating states"
-    )
 
 
 @app.command()
@@ -718,7 +836,8 @@ def prove(
     free: Annotated[list[str] | None, typer.Option("--free", help="Prove for every value of this parameter (repeatable).")] = None,
     where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Prove only this invariant (helpers are still assumed).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
+    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
     from ownership.engines.bmc import BmcOptions
@@ -728,12 +847,24 @@ def prove(
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 
+    inputs.check_count("--max-k", max_k, 0)
+    inputs.check_seconds("--spacer-timeout", spacer_timeout)
+    inputs.check_seconds("--solver-timeout", solver_timeout)
+    inputs.check_count("--max-domain", max_domain, 1)
+    params = _parse_params(param, free)
     worst = ExitCode.OK
     for i, spec_path in enumerate(specs):
         if i:
             typer.echo("")
         spec = load_spec(spec_path)
-        inst = Instance(spec, _parse_params(param))
+        inputs.check_instance_size(spec, params, max_domain)
+        inst = Instance(spec, params)
+        # The claim's flags name the folder, as for check: only a plain prove writes counterexamples/<spec>/prove/.
+        claim = [f"{k}={v}" for k, v in inst.param_values.items() if spec.default_params().get(k) != v]
+        claim += [f"--{flag}={v}" for flag, vs in (("free", free), ("where", where), ("invariant", invariant)) for v in vs or ()]
+        out_dir = out if out is not None else _default_out(spec.name, "prove", claim)
+        if out is None:
+            inputs.check_output_dir(out_dir, "--out (default)")
         options = BmcOptions(
             max_k=max_k, solver_timeout=solver_timeout, free=tuple(free or ()), where=tuple(where or ()), spacer=spacer,
             spacer_timeout=spacer_timeout, reach_states=reach_states,
@@ -748,9 +879,9 @@ def prove(
         for line in result_report(result, invariant_doc=doc, ghosts=[v.name for v in spec.vars.values() if v.ghost]):
             typer.echo(line)
         if result.trace is not None:
-            out_dir = out if out is not None else _default_out(spec.name, "prove")
             name = "cti" if result.trace.extra.get("cti") else "trace"
-            written = write_counterexample(result.trace, out_dir / name if name == "cti" else out_dir)
+            with inputs.writing(out_dir, "--out"):
+                written = write_counterexample(result.trace, out_dir / name if name == "cti" else out_dir)
             typer.echo("  wrote " + ", ".join(str(p) for p in written))
         worst = _worse(worst, result.exit_code)
     raise typer.Exit(int(worst))

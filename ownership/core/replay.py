@@ -157,11 +157,24 @@ class ReplayOutcome:
 
 
 def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
-    """Re-execute ``trace`` on ``inst`` and compare every state field by field."""
+    """Re-execute ``trace`` on ``inst`` and compare every state field by field.
+
+    A trace that does not fit the spec at all (an action, argument, invariant
+    or state field the spec does not have) raises OWN019 without a file: the
+    caller knows the trace's file.  A trace that fits but is not what the spec
+    does is a :class:`ReplayOutcome` that is not ``ok``.
+    """
+
+    def mismatch(msg: str) -> OwnershipError:
+        return OwnershipError(Code.TRACE_MISMATCH, msg)
+
+    if trace.violation is not None and trace.violation not in inst.spec.invariants:
+        known = ", ".join(inst.spec.invariants) or "none"
+        raise mismatch(f"trace says {trace.violation!r} is violated, but spec {inst.spec.name} has no such invariant (known: {known})")
     try:
         state: State = inst.from_json(trace.initial)
-    except ValueError as exc:
-        return ReplayOutcome(False, f"initial state: {exc}", 0)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise mismatch(f"initial state does not fit spec {inst.spec.name}: {exc}") from None
     if state != inst.init_state and not trace.extra.get("cti"):
         diff = changed_fields(inst.to_json(inst.init_state), trace.initial)
         where = ", ".join(f"{k}: spec has {a!r}, trace has {b!r}" for k, a, b in diff[:3])
@@ -169,13 +182,16 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
     for i, step in enumerate(trace.steps, start=1):
         action = inst.spec.actions.get(step.action)
         if action is None:
-            return ReplayOutcome(False, f"step {i}: spec has no action {step.action!r}", i)
+            known = ", ".join(inst.spec.actions)
+            raise mismatch(f"step {i}: spec {inst.spec.name} has no action {step.action!r} (known: {known})")
         if len(step.args) != len(action.arg_domains):
-            return ReplayOutcome(False, f"step {i}: {step.action} takes {len(action.arg_domains)} arguments", i)
+            raise mismatch(
+                f"step {i}: {step.action} takes {len(action.arg_domains)} argument(s), the trace gives {len(step.args)}"
+            )
         try:
             args = tuple(inst.parse_arg(d, a) for d, a in zip(action.arg_domains, step.args, strict=True))
-        except ValueError as exc:
-            return ReplayOutcome(False, f"step {i}: {step.action}: {exc}", i)
+        except (ValueError, TypeError) as exc:
+            raise mismatch(f"step {i}: {step.action}: {exc}") from None
         ai = inst.find_instance(step.action, args)
         succ = inst.run_with_picks(state, ai, step.picks)
         if succ is None:

@@ -125,8 +125,18 @@ class Trace:
             except (KeyError, TypeError, ValueError) as exc:
                 raise bad(f"step {i}: {type(exc).__name__}: {exc}") from None
         params = data["params"]
-        if not all(isinstance(k, str) and isinstance(v, int) for k, v in params.items()):
+        if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in params.items()):
             raise bad("params must map names to integers")
+        extra = data.get("extra", {})
+        if extra is None:
+            extra = {}
+        if not isinstance(extra, dict):
+            raise bad("field 'extra' must be an object")
+        problem = _schema_problem(extra.get("schema", {}))
+        if problem:
+            raise bad(f"field extra.schema: {problem}")
+        if data.get("violation") is not None and not isinstance(data["violation"], str):
+            raise bad("field 'violation' must be an invariant name or null")
         return Trace(
             spec=data["spec"],
             spec_path=data.get("spec_path"),
@@ -135,7 +145,7 @@ class Trace:
             steps=tuple(steps),
             violation=data.get("violation"),
             engine=str(data.get("engine", "")),
-            extra=data.get("extra", {}) or {},
+            extra=extra,
         )
 
     @staticmethod
@@ -146,11 +156,55 @@ class Trace:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
             raise OwnershipError(Code.TRACE_CORRUPT, f"cannot read trace: {exc.strerror}", str(p)) from None
+        except UnicodeDecodeError as exc:
+            raise OwnershipError(
+                Code.TRACE_CORRUPT, f"not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x}), so not a trace.json", str(p)
+            ) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise OwnershipError(Code.TRACE_CORRUPT, f"not JSON: {exc.msg}", str(p), exc.lineno) from None
         return Trace.from_json(data, str(p))
+
+
+def _schema_problem(schema: Any) -> str | None:
+    """What is wrong with a trace's stored schema (what renderers read), or ``None``.
+
+    The schema is written by :func:`ownership.core.replay.trace_schema`; a
+    hand-edited one of the wrong shape would otherwise crash the renderer.
+    """
+    if not isinstance(schema, dict):
+        return "not an object"
+
+    def strings(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+    for key in ("requests", "per_request", "ghosts"):
+        if key in schema and schema[key] is not None and not strings(schema[key]):
+            return f"{key!r} must be a list of names"
+    for key in ("request_domain", "summary"):
+        if schema.get(key) is not None and not isinstance(schema[key], str):
+            return f"{key!r} must be a string"
+    pools = schema.get("pools")
+    if pools is not None:
+        if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
+            return "'pools' must be a list of objects"
+        for p in pools:
+            if not strings(p.get("pages", [])):
+                return "a pool's 'pages' must be a list of names"
+            for key in ("name", "free", "holders", "slot", "content"):
+                if p.get(key) is not None and not isinstance(p[key], str):
+                    return f"a pool's {key!r} must be a string"
+    actions = schema.get("actions")
+    if actions is not None:
+        if not isinstance(actions, dict) or not all(isinstance(a, dict) for a in actions.values()):
+            return "'actions' must map action names to objects"
+        for a in actions.values():
+            if a.get("line") is not None and (isinstance(a["line"], bool) or not isinstance(a["line"], int)):
+                return "an action's 'line' must be an integer"
+            if a.get("doc") is not None and not isinstance(a["doc"], str):
+                return "an action's 'doc' must be a string"
+    return None
 
 
 def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:

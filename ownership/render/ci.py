@@ -37,7 +37,7 @@ from ownership.core.expectation import (
     judge,
 )
 from ownership.core.result import CheckResult, Verdict
-from ownership.errors import OwnershipError
+from ownership.errors import Code, OwnershipError
 from ownership.spec.model import Derived, Expect, Spec
 
 Mode = Literal["check", "test"]
@@ -602,8 +602,12 @@ def write_reports(
     ):
         if path is None:
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text(), encoding="utf-8")
+        body = text()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(body, encoding="utf-8")
+        except OSError as exc:  # the CLI checked the path up front; this is a full disk or a race
+            raise OwnershipError(Code.OUTPUT_PATH, f"cannot write report: {exc.strerror or exc}", str(path)) from None
         written.append(path)
     return written
 

@@ -22,7 +22,7 @@ def load_spec(path: str | Path) -> Spec:
         raise OwnershipError(Code.SPEC_IMPORT, "is a directory; name a spec file", str(p))
     if not p.exists():
         raise OwnershipError(Code.SPEC_IMPORT, "no such spec file", str(p))
-    source = p.read_text(encoding="utf-8")
+    source = _source_text(p)
     try:
         compile(source, str(p), "exec")
     except SyntaxError as exc:
@@ -50,6 +50,12 @@ def load_spec(path: str | Path) -> Spec:
         raise OwnershipError(
             Code.SPEC_IMPORT, f"{type(exc).__name__}: {exc}", str(p), location_in(p, exc)
         ) from None
+    except SystemExit as exc:  # a spec calling sys.exit() must not end the checker with its status
+        sys.modules.pop(module_name, None)
+        raise OwnershipError(
+            Code.SPEC_IMPORT, f"SystemExit({exc.code!r}): the spec called sys.exit() while loading",
+            str(p), location_in(p, exc),
+        ) from None
     finally:
         if added:
             sys.path.remove(folder)
@@ -62,6 +68,30 @@ def load_spec(path: str | Path) -> Spec:
     spec.file = str(p)
     spec.validate()
     return spec
+
+
+def _source_text(p: Path) -> str:
+    """The spec's source as text: UTF-8, the encoding every part of ownership reads specs in.
+
+    A binary file, a file in another encoding (even one with a coding line:
+    the reports and diagnoses quote spec lines as UTF-8), or one that cannot
+    be read is OWN018 rather than a ``UnicodeDecodeError``.
+    """
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise OwnershipError(Code.SPEC_UNREADABLE, f"cannot read: {exc.strerror or exc}", str(p)) from None
+    if b"\0" in data:
+        raise OwnershipError(Code.SPEC_UNREADABLE, "binary file (it contains NUL bytes), not Python source", str(p))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise OwnershipError(
+            Code.SPEC_UNREADABLE,
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x}); spec files are read as UTF-8, save it as UTF-8",
+            str(p), line,
+        ) from None
 
 
 def spec_files(directory: str | Path) -> list[Path]:
