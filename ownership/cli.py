@@ -283,7 +283,10 @@ def _run_check(
     if out_dir is None:
         out_dir = _default_out(spec.name, settings.engine, settings.search_flags(inst.param_values, spec.default_params()))
         if not quiet:
-            inputs.check_output_dir(out_dir, "--out (default)")
+            try:
+                inputs.check_output_dir(out_dir, "--out (default)")
+            except OwnershipError as exc:
+                raise OwnershipError(exc.code, f"{exc.message}; pass --out DIR to write elsewhere", exc.file) from None
     results = []
     for engine in engines:
         progress = _Progress(settings.progress and not quiet)

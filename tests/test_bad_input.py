@@ -25,6 +25,12 @@ V21 = str(SPECS / "sglang_disagg_v0_5_21.py")
 COMMITTED = ROOT / "counterexamples" / "sglang_disagg_v0_5_21"
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case runs in a scratch folder: a case that is not refused must not write into the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def invoke(*args: str):
     return CliRunner().invoke(app, list(args))
 
@@ -475,3 +481,23 @@ def test_parameters_equal_to_the_defaults_are_the_committed_run(tmp_path: Path, 
     res = invoke("check", TOY, "--no-render", "-p", "pages=2")
     assert res.exit_code == 1
     assert "wrote counterexamples/toy_double_free/trace.json" in res.output
+
+
+# -- the documentation ---------------------------------------------------------------------------
+
+
+def test_every_error_code_is_in_the_documented_table_with_its_exit_status() -> None:
+    import re
+
+    from ownership.errors import Code, ExitCode, OwnershipError
+
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    table = doc.split("## Error codes", 1)[1]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (OWN\d{3}) \| ([^|]+) \|", table, re.M)}
+    for code in Code:
+        assert code.label in rows, f"{code.label} ({code.value[1]}) is missing from docs/cli.md's error table"
+        assert rows[code.label].strip() == code.value[1], code.label
+    # The exit-status table names exactly the codes that exit 4.
+    status_4 = next(line for line in doc.splitlines() if line.startswith("| 4 |"))
+    internal = {c.label for c in Code if OwnershipError(c, "").exit_code is ExitCode.INTERNAL}
+    assert set(re.findall(r"OWN\d{3}", status_4)) == internal
