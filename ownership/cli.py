@@ -287,11 +287,12 @@ def _run_check(
                 inputs.check_output_dir(out_dir, "--out (default)")
             except OwnershipError as exc:
                 raise OwnershipError(exc.code, f"{exc.message}; pass --out DIR to write elsewhere", exc.file) from None
+    options = [settings.engine_options(engine) for engine in engines]  # every option refused before any engine runs
     results = []
-    for engine in engines:
+    for engine, engine_options in zip(engines, options, strict=True):
         progress = _Progress(settings.progress and not quiet)
         try:
-            results.append(run_engine(engine, inst, settings.engine_options(engine), progress=progress))
+            results.append(run_engine(engine, inst, engine_options, progress=progress))
         finally:
             progress.done()
     if len(results) > 1:
@@ -400,6 +401,9 @@ def check(
     inputs.check_count("--seed", seed, 0)
     inputs.check_count("--max-examples", max_examples, 1)
     inputs.check_count("--steps", steps, 1)
+    for flag, name in (("--minimize", minimize), ("--maximize", maximize)):
+        if name is not None and free and name not in free:
+            raise OwnershipError(Code.BAD_OPTION, f"{flag} {name}: not a --free parameter (free: {', '.join(free)})")
     settings = _CheckSettings(
         engine, _parse_params(param, free), max_depth, max_states, max_seconds, symmetry, deadlock,
         tuple(invariant) if invariant else None, out, formats, render, progress,

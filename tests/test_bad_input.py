@@ -501,3 +501,19 @@ def test_every_error_code_is_in_the_documented_table_with_its_exit_status() -> N
     status_4 = next(line for line in doc.splitlines() if line.startswith("| 4 |"))
     internal = {c.label for c in Code if OwnershipError(c, "").exit_code is ExitCode.INTERNAL}
     assert set(re.findall(r"OWN\d{3}", status_4)) == internal
+
+
+def test_minimize_names_a_free_parameter() -> None:
+    error_line(
+        invoke("check", V21, "--free", "prompt_tokens", "--minimize", "nope"), "OWN013", "--minimize nope", "not a --free"
+    )
+
+
+def test_engine_all_refuses_an_option_before_running_any_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ownership.engines as engines
+
+    ran: list[str] = []
+    real = engines.run_engine
+    monkeypatch.setattr(engines, "run_engine", lambda name, *a, **k: ran.append(name) or real(name, *a, **k))
+    error_line(invoke("check", TOY, "--engine", "all", "--max-depth", "3"), "OWN013", "hypothesis")
+    assert ran == []
