@@ -194,8 +194,26 @@ def test_out_of_range_numbers_are_refused(args: list[str], tmp_path: Path, monke
     error_line(invoke(*args), "OWN015", option)
 
 
+MAX_DOMAIN_ZERO = [
+    ["check", TOY],
+    ["prove", TOY],
+    ["graph", TOY, "--out", "g.dot"],
+    ["report", TOY],
+    ["test", str(CORPUS)],
+    ["replay", str(COMMITTED / "trace.json"), "--spec", V21],
+    ["mbt", TOY, "--adapter", "x:Y"],
+]
+
+
+@pytest.mark.parametrize("args", MAX_DOMAIN_ZERO, ids=[a[0] for a in MAX_DOMAIN_ZERO])
+def test_max_domain_must_be_positive_on_every_command(args: list[str]) -> None:
+    error_line(invoke(*args, "--max-domain", "0"), "OWN015", "--max-domain")
+
+
 @pytest.mark.parametrize("args", [
     ["check", TOY, "--max-depth", "x"],
+    ["prove", TOY, "--reach-states", "-1"],
+    ["check", TOY, "--max-domain", "many"],
     ["check", TOY, "--max-seconds", "soon"],
     ["prove", TOY, "--max-k", "2.5"],
     ["graph", TOY, "--out", "g.dot", "--max-states", "many"],
@@ -293,6 +311,23 @@ def test_a_spec_in_another_encoding_is_refused_even_with_a_coding_line(tmp_path:
     spec = tmp_path / "enc.py"
     spec.write_bytes(("# -*- coding: latin-1 -*-\n# caf\u00e9\n" + text).encode("latin-1"))
     error_line(invoke("check", str(spec), "--no-render"), "OWN018", f"{spec}:2:", "UTF-8")
+
+
+@pytest.mark.parametrize("command", ["list", "test"])
+def test_a_spec_folder_that_is_missing_a_file_or_empty(command: str, tmp_path: Path) -> None:
+    error_line(invoke(command, str(tmp_path / "nowhere")), "OWN013", "nowhere", "not a directory")
+    error_line(invoke(command, TOY), "OWN013", "not a directory")
+    (tmp_path / "empty").mkdir()
+    if command == "test":
+        error_line(invoke(command, str(tmp_path / "empty")), "OWN013", "no spec files here")
+
+
+def test_replay_with_a_bad_spec_file(tmp_path: Path) -> None:
+    trace = str(COMMITTED / "trace.json")
+    binary = tmp_path / "bin.py"
+    binary.write_bytes(b"\x00\x01")
+    error_line(invoke("replay", trace, "--spec", str(binary)), "OWN018", "bin.py")
+    error_line(invoke("replay", trace, "--spec", str(tmp_path)), "OWN002", "is a directory")
 
 
 def test_a_spec_path_that_is_missing_or_a_folder(tmp_path: Path) -> None:
