@@ -552,3 +552,18 @@ def test_engine_all_refuses_an_option_before_running_any_engine(monkeypatch: pyt
     monkeypatch.setattr(engines, "run_engine", lambda name, *a, **k: ran.append(name) or real(name, *a, **k))
     error_line(invoke("check", TOY, "--engine", "all", "--max-depth", "3"), "OWN013", "hypothesis")
     assert ran == []
+
+
+@pytest.mark.parametrize("flags", [["--json", "afile/r.json"], ["--out", "afile"], []], ids=["--json", "--out", "default"])
+def test_output_paths_are_checked_before_any_engine_runs(
+    flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ownership.engines as engines
+
+    (tmp_path / "afile").write_text("")
+    if not flags:
+        (tmp_path / "counterexamples").write_text("")  # the default folder cannot be created
+    ran: list[str] = []
+    monkeypatch.setattr(engines, "run_engine", lambda name, *a, **k: ran.append(name))
+    error_line(invoke("check", TOY, *flags), "OWN014")
+    assert ran == []
