@@ -66,7 +66,7 @@ def vacuity_reason(result: CheckResult) -> str:
                      '(declare @spec.action(may_be_dead="why") if intended)')
     others = [w for w in warnings if w.code is not Code.DEAD_ACTION]
     if others:
-        parts.append("; ".join(f"warning[{w.code.label}]: {' '.join(w.message.split())}" for w in others))
+        parts.append("; ".join(f"warning[{w.code.label}] {w.code.value[1]}: {w.subject}" for w in others))
     return "; ".join(parts)
 
 

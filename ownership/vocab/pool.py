@@ -199,7 +199,7 @@ class PagePool:
             # Only on the disabled path, so the hot loop pays nothing: more pages than the
             # pool holds can never be free at once, and the action can never run.
             if n > s.size(self.Page):
-                self._warn_too_many(s, r, n)
+                self._warn_too_many(s, n)
             raise Disabled
         taken: list[int] = []
         for i in range(n):
@@ -214,13 +214,13 @@ class PagePool:
                    pages=[s.name_of(self.Page, p) for p in taken])
         return taken
 
-    def _warn_too_many(self, s: Any, r: int, n: int) -> None:
+    def _warn_too_many(self, s: Any, n: int) -> None:
         """Warn (located at the spec line that asked) that ``alloc`` of ``n`` pages can never succeed here."""
         file, line = spec_location()
         size = s.size(self.Page)
         s._inst.add_warning(SpecWarning(
             Code.ALLOC_EXCEEDS_POOL,
-            f"alloc of {n} {self.name} pages for {s.name_of(self.own.requests, r)}, but the pool has only {size} "
+            f"alloc of {n} {self.name} pages, but the pool has only {size} "
             f"at this instance ({s._inst.describe_params() or 'no parameters'}): this allocation can never "
             "succeed, so the action calling it never runs here; enlarge the pool or shrink the request",
             file, line, f"{self.name}.alloc",
