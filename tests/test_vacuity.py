@@ -204,7 +204,7 @@ def test_a_function_missing_its_decorator_is_reported(tmp_path: Path) -> None:
     assert res.exit_code == 0
     assert res.output.startswith("PROVED (1 warning)"), res.output
     flat = " ".join(res.output.split())
-    assert f"warning[OWN071]: " in flat and f"vacuity_missing_action.py:{w.line}: function finish" in flat
+    assert "warning[OWN071]: " in flat and f"vacuity_missing_action.py:{w.line}: function finish" in flat
     test = invoke("test", str(only(tmp_path, MISSING)))
     assert test.exit_code == 1 and "FAIL  vacuity_missing_action" in test.output, test.output
 
