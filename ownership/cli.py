@@ -434,7 +434,8 @@ def report(
             worst = _worse(worst, code)
             runs.append((result, s.reproduce_flags()))
         sections.append(build_section(spec_path, runs, params, max_states=max_states, symmetry=symmetry))
-        typer.echo(f"{spec_path}: " + ", ".join(f"{r.engine} {r.verdict.name}" for r, _ in runs))
+        typer.echo(f"{spec_path}: " + ", ".join(
+            f"{r.engine} {r.verdict.name}" + (f" ({r.qualifier()})" if r.vacuous else "") for r, _ in runs))
     command = "ownership report " + " ".join(str(p) for p in specs)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_report(sections, command=command), encoding="utf-8")
