@@ -91,6 +91,8 @@ class ActionCoverage:
             return f"the {self.states:,} distinct states the random runs visited"
         if self.complete:
             return f"the {self.states:,} reachable states"
+        if self.measured is Measure.EXACT:
+            return f"the {self.states:,} states the search expanded (within depth {self.depth})"
         return f"a breadth-first search of {self.states:,} states to depth {self.depth}"
 
     def to_json(self) -> dict[str, Any]:
@@ -114,11 +116,14 @@ def dead_action_warning(a: ActionCoverage) -> SpecWarning:
         seen = f"never fired: it is enabled in none of {a.scope()}"
     else:
         seen = f"was not seen to fire in {a.scope()}"
+    if a.complete or a.measured is Measure.SAMPLED:
+        why = "a guard that never holds, or an instance too small for it?"
+    else:
+        why = "a bound too small to reach it (raise --max-depth), or a guard that never holds?"
     return SpecWarning(
         Code.DEAD_ACTION,
-        f"action {a.name} {seen}, so the verdict says nothing about what it does (a guard that never holds, "
-        "or an instance too small for it?); if that is intended, declare it: "
-        f'@spec.action(may_be_dead="why") or spec.may_be_dead({a.name!r}, reason="why")',
+        f"action {a.name} {seen}, so the verdict says nothing about what it does ({why}); if that is intended, "
+        f'declare it: @spec.action(may_be_dead="why") or spec.may_be_dead({a.name!r}, reason="why")',
         a.file,
         a.line,
         a.name,

@@ -58,7 +58,10 @@ def _count(a: ActionCoverage) -> str:
         enabled = ">=" + enabled  # Hypothesis asks preconditions lazily: a lower bound
     text = f"{a.name} {enabled}/{a.transitions:,}"
     if not a.fired:
-        text += " (may be dead)" if a.may_be_dead is not None else " (never fired)"
+        if a.may_be_dead is not None:
+            text += " (may be dead)"
+        else:
+            text += " (never fired)" if a.complete or a.measured is Measure.SAMPLED else " (not seen to fire)"
     return text
 
 
