@@ -295,3 +295,29 @@ def test_every_library_action_fires_or_is_declared() -> None:
         r = explore(Instance(load_spec(path)), ExploreOptions(invariants=()))
         assert r.verdict is Verdict.PROVED, path
         assert r.dead_actions() == (), (path, [a.name for a in r.dead_actions()])
+
+
+def test_assert_safe_and_the_pytest_outcomes_fail_a_vacuous_proof() -> None:
+    from ownership.core.expectation import Status, invariant_outcomes
+    from ownership.testing.assertions import assert_safe
+
+    with pytest.raises(AssertionError, match="vacuous: action cleanup never fired"):
+        assert_safe(DEAD)
+    assert_safe(DECLARED)
+    spec = load_spec(DEAD)
+    outcomes = invariant_outcomes(explore(Instance(spec)), spec.expect)
+    assert outcomes and all(o.status is Status.FAILED and "cleanup never fired" in o.message for o in outcomes)
+
+
+def test_the_vacuity_sarif_is_valid_sarif(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parent / "data" / "sarif-2.1.0-rtm.5.json").read_text())
+    out = tmp_path / "v.sarif"
+    invoke("test", str(only(tmp_path, DEAD, MISSING, ALLOC)), "--sarif", str(out))
+    log = json.loads(out.read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    assert [e.message for e in validator.iter_errors(log)] == []
+    rules = [r["ruleId"] for r in log["runs"][0]["results"]]
+    assert {"vacuous-action", "unregistered-action", "alloc-exceeds-pool"} <= set(rules)
+    levels = {r["ruleId"]: r["level"] for r in log["runs"][0]["results"]}
+    assert levels["vacuous-action"] == levels["unregistered-action"] == levels["alloc-exceeds-pool"] == "warning"
