@@ -195,10 +195,10 @@ class PagePool:
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
-        if self.available(s) < n:
+        if not self.available(s) >= n:  # exactly require()'s test: --free forks on the same condition
             # Only on the disabled path, so the hot loop pays nothing: more pages than the
             # pool holds can never be free at once, and the action can never run.
-            if n > s.size(self.Page):
+            if type(n) is int and n > s.size(self.Page):  # a symbolic count (--free) must not fork here
                 self._warn_too_many(s, n)
             raise Disabled
         taken: list[int] = []
