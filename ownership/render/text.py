@@ -76,7 +76,7 @@ def actions_line(result: CheckResult) -> str:
         how = "exact" if result.engine not in ("bmc", "prove") or result.stats.states else \
             "exact, by a separate search of every reachable state"
     elif first.measured is Measure.EXACT:
-        how = f"exact over the {first.states:,} states expanded"
+        how = f"exact over the {first.states:,} state{'' if first.states == 1 else 's'} expanded"
     else:
         how = f"bounded search of {first.states:,} states to depth {first.depth}"
     return f"actions fired ({how}; states enabled/transitions): " + ", ".join(_count(a) for a in result.actions)
