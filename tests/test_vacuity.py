@@ -65,6 +65,7 @@ def test_a_guard_that_never_holds_is_not_proved(engine: str, tmp_path: Path) -> 
     head = res.output.splitlines()[0]
     assert head.startswith("UNKNOWN") and "PROVED" not in head and "BOUNDED_OK" not in head, head
     assert "no action enabled in the initial state" in res.output
+    assert "warning[OWN073]: " in res.output and "vacuity_never_true_guard.py:" in res.output
 
 
 def test_prove_on_a_guard_that_never_holds_is_unknown() -> None:

@@ -64,7 +64,7 @@ def vacuity_reason(result: CheckResult) -> str:
     if dead:
         parts.append(f"vacuous: action{'' if len(dead) == 1 else 's'} {', '.join(dead)} never fired "
                      '(declare @spec.action(may_be_dead="why") if intended)')
-    others = [w for w in warnings if w.code is not Code.DEAD_ACTION]
+    others = [w for w in warnings if w.code not in (Code.DEAD_ACTION, Code.NOTHING_ENABLED)]
     if others:
         parts.append("; ".join(f"warning[{w.code.label}] {w.code.value[1]}: {w.subject}" for w in others))
     return "; ".join(parts)

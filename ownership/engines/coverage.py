@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from ownership.core.result import ActionCoverage, CheckResult, Measure, StopReason, Verdict
+from ownership.errors import Code, SpecWarning
 from ownership.spec.instance import ActionInstance, Instance, State, Successor
 
 COVERAGE_STATES = 20_000
@@ -169,11 +170,14 @@ def with_coverage(result: CheckResult, inst: Instance, actions: tuple[ActionCove
     warnings = tuple(dict.fromkeys([*inst.spec.warnings, *inst.warnings.values()]))
     out = dataclasses.replace(result, actions=actions, warnings=warnings)
     if out.safe and _never_runs(out, inst, actions):
-        out = dataclasses.replace(
-            out,
-            verdict=Verdict.UNKNOWN,
-            stop_reason=StopReason.NOTHING_ENABLED,
-            notes=(*out.notes, "inconclusive: no action is enabled in the initial state, so the invariants were "
-                   "checked on that one state only; a guard that can never hold? (see the actions below)"),
+        spec = inst.spec
+        nothing = SpecWarning(
+            Code.NOTHING_ENABLED,
+            f"no action of spec {spec.name} is enabled in the initial state, so nothing ever runs and the "
+            "invariants were checked on that one state only: a guard that can never hold, or an initial value "
+            "no guard accepts? (see the actions line)",
+            spec.file, spec.line, spec.name,
         )
+        out = dataclasses.replace(out, verdict=Verdict.UNKNOWN, stop_reason=StopReason.NOTHING_ENABLED,
+                                  warnings=(*out.warnings, nothing))
     return out

@@ -383,6 +383,7 @@ WARNING_RULES: dict[Code, tuple[str, str]] = {
     Code.UNREGISTERED_ACTION: ("unregistered-action", "A function shaped like an action is registered with "
                                "@spec.action (or is a helper, invariant or terminal predicate)."),
     Code.ALLOC_EXCEEDS_POOL: ("alloc-exceeds-pool", "An allocation asks for no more pages than its pool has."),
+    Code.NOTHING_ENABLED: ("nothing-enabled", "Some action is enabled in the initial state (else nothing ever runs)."),
 }
 """SARIF rule id and description of each warning (anything else: ``spec-warning``)."""
 
