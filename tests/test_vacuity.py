@@ -322,3 +322,9 @@ def test_the_vacuity_sarif_is_valid_sarif(tmp_path: Path) -> None:
     assert {"vacuous-action", "unregistered-action", "alloc-exceeds-pool"} <= set(rules)
     levels = {r["ruleId"]: r["level"] for r in log["runs"][0]["results"]}
     assert levels["vacuous-action"] == levels["unregistered-action"] == levels["alloc-exceeds-pool"] == "warning"
+
+
+def test_a_missing_decorator_is_found_under_future_annotations(tmp_path: Path) -> None:
+    path = tmp_path / "fut.py"
+    path.write_text("from __future__ import annotations\n" + MISSING.read_text())
+    assert [w.subject for w in load_spec(path).warnings] == ["finish"]

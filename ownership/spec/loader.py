@@ -80,10 +80,16 @@ def _referenced_names(source: str) -> set[str]:
     return names
 
 
-def _is_domain(annotation: Any, spec: Spec) -> bool:
-    if isinstance(annotation, (Domain, Values)):
-        return True
-    return isinstance(annotation, str) and (annotation in spec.domains or annotation in spec.value_sets)
+def _is_domain(annotation: Any, spec: Spec, namespace: dict[str, Any]) -> bool:
+    if isinstance(annotation, str):
+        # `from __future__ import annotations`: a domain's declared name, or an expression (`trie.Node`).
+        if annotation in spec.domains or annotation in spec.value_sets:
+            return True
+        try:
+            annotation = eval(annotation, namespace)  # noqa: S307 - the spec's own annotation, as @spec.action does
+        except Exception:  # noqa: BLE001
+            return False
+    return isinstance(annotation, (Domain, Values))
 
 
 def _looks_like_action(fn: Any, spec: Spec) -> bool:
@@ -94,9 +100,11 @@ def _looks_like_action(fn: Any, spec: Spec) -> bool:
         return False
     if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
         return False
-    if params[0].annotation is not inspect.Parameter.empty and _is_domain(params[0].annotation, spec):
+    namespace = fn.__globals__
+    if params[0].annotation is not inspect.Parameter.empty and _is_domain(params[0].annotation, spec, namespace):
         return False  # the first argument is a domain element, not the view
-    return all(_is_domain(p.annotation, spec) and p.default is inspect.Parameter.empty for p in params[1:])
+    return all(_is_domain(p.annotation, spec, namespace) and p.default is inspect.Parameter.empty
+               for p in params[1:])
 
 
 def unregistered_actions(module: ModuleType, spec: Spec, source: str, path: str) -> list[SpecWarning]:
