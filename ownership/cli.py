@@ -483,7 +483,8 @@ def report(
             worst = _worse(worst, code)
             runs.append((result, s.reproduce_flags()))
         sections.append(build_section(spec_path, runs, params, max_states=max_states, symmetry=symmetry))
-        typer.echo(f"{spec_path}: " + ", ".join(f"{r.engine} {r.verdict.name}" for r, _ in runs))
+        typer.echo(f"{spec_path}: " + ", ".join(
+            f"{r.engine} {r.verdict.name}" + (f" ({r.qualifier()})" if r.vacuous else "") for r, _ in runs))
     command = "ownership report " + " ".join(str(p) for p in specs)
     html = render_report(sections, command=command)
     with inputs.writing(out, "--out"):
@@ -536,6 +537,13 @@ def list_specs(
         typer.echo("  invariants: " + ", ".join(
             n + (" (helper)" if i.helper else "") for n, i in spec.invariants.items()))
         typer.echo(f"  actions:    {', '.join(spec.actions)}")
+        for a in spec.actions.values():
+            if a.may_be_dead is not None:
+                typer.echo(f"  may be dead: {a.name}: {a.may_be_dead}")
+        for w in spec.warnings:
+            from ownership.render.text import warning_line
+
+            typer.echo(f"  {warning_line(w)}")
         typer.echo("")
 
 
@@ -749,6 +757,10 @@ def test_specs(
             if verdict.reason:
                 detail += f"; {verdict.reason}"
             typer.echo(f"{status}  {spec.name}: expected {verdict.expected}, got {detail}")
+            from ownership.render.text import warning_line
+
+            for w in result.vacuity():
+                typer.echo(f"      {warning_line(w)}")
             written = _write_test_trace(result.trace, out / spec.name) if out is not None and result.trace is not None else []
             if written:
                 typer.echo("      wrote " + ", ".join(str(p) for p in written))

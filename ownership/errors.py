@@ -54,6 +54,11 @@ class Code(enum.Enum):
     INTERNAL_REPLAY = (41, "engine produced a trace that does not replay")
     ADAPTER_LOAD = (50, "adapter cannot be loaded")
     ADAPTER_INVALID = (51, "adapter does not match its spec")
+    DEAD_ACTION = (70, "an action never fired (the verdict may be vacuous)")
+    UNREGISTERED_ACTION = (71, "a function looks like an action but is not registered")
+    ALLOC_EXCEEDS_POOL = (72, "an allocation asks for more pages than the pool has")
+    NOTHING_ENABLED = (73, "no action is enabled in the initial state")
+    BAD_MAY_BE_DEAD = (74, "a may_be_dead declaration is malformed")
 
     @property
     def number(self) -> int:
@@ -96,6 +101,31 @@ class OwnershipError(Exception):
             where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
         text = " ".join(self.message.split())
         return f"error[{self.code.label}]: {where}{text}"
+
+
+@dataclass(frozen=True)
+class SpecWarning:
+    """Something that makes a safe verdict say less than it seems to, with where it is.
+
+    Printed as ``warning[OWN0xx]: file:line: message``.  A check still exits 0
+    with warnings; ``ownership test`` fails on them (see
+    :mod:`ownership.core.expectation`).  ``subject`` names what the warning is
+    about (an action or function name) so reports can group and fingerprint it.
+    """
+
+    code: Code
+    message: str
+    file: str | None = None
+    line: int | None = None
+    subject: str = ""
+
+    def one_line(self) -> str:
+        """``warning[OWN070]: specs/x.py:12: message`` with no newline inside."""
+        where = ""
+        if self.file is not None:
+            where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
+        text = " ".join(self.message.split())
+        return f"warning[{self.code.label}]: {where}{text}"
 
 
 def location_in(file: str | Path, exc: BaseException) -> int | None:

@@ -40,3 +40,9 @@ spec = base.spec.derive(
 def next_batch_below_min_size(s, r: Req, prompt: trie.Node):
     """FIX: batching_task passes min_size = None, so next_batch never pushes back an allocated batch."""
     require(False)
+
+
+spec.may_be_dead(
+    "next_batch_below_min_size",
+    reason="the fix removes this branch of next_batch (min_size = None): it must never fire",
+)

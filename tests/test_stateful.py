@@ -60,8 +60,10 @@ def test_an_action_never_enabled_is_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "toy_never.py"
     path.write_text(text)
     r = check_stateful(Instance(load_spec(path)), FAST)
-    assert r.verdict is Verdict.BOUNDED_OK
-    assert any("never enabled" in n and "never" in n for n in r.notes)
+    assert r.verdict is Verdict.BOUNDED_OK and r.vacuous
+    [dead] = r.dead_actions()
+    assert dead.name == "never" and dead.enabled_states == 0 and dead.transitions == 0
+    assert any(w.subject == "never" and "never fired" in w.message for w in r.vacuity())
 
 
 def test_rules_are_per_action_not_per_instance() -> None:

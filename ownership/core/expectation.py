@@ -15,6 +15,12 @@ and the CI reports (JUnit, SARIF, JSON) can never disagree:
 
 Engines stop at the first violation, so after a violation the other
 invariants are *undecided*, never reported as holding.
+
+A safe result qualified by a vacuity warning (an action that never fired and
+that the spec does not declare ``may_be_dead``, a function that looks like an
+unregistered action, an allocation larger than its pool) fails
+``ownership test``: every invariant's outcome says why.  The spec's own
+warnings fail an expected violation too.  ``ownership check`` only warns.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ownership.core.result import CheckResult, Verdict
+from ownership.core.result import CheckResult, StopReason, Verdict
+from ownership.errors import Code
 from ownership.spec.model import Expect
 
 DEADLOCK = "deadlock"
@@ -47,16 +54,39 @@ def got_text(result: CheckResult) -> str:
     return "safe" if result.violated is None else f"violates {result.violated}"
 
 
+def vacuity_reason(result: CheckResult) -> str:
+    """Why ``ownership test`` does not accept this result as it stands (empty: nothing qualifies it)."""
+    warnings = result.vacuity()
+    if not warnings:
+        return ""
+    dead = [w.subject for w in warnings if w.code is Code.DEAD_ACTION]
+    parts = []
+    if dead:
+        parts.append(f"vacuous: action{'' if len(dead) == 1 else 's'} {', '.join(dead)} never fired "
+                     '(declare @spec.action(may_be_dead="why") if intended)')
+    others = [w for w in warnings if w.code not in (Code.DEAD_ACTION, Code.NOTHING_ENABLED)]
+    if others:
+        parts.append("; ".join(f"warning[{w.code.label}] {w.code.value[1]}: {w.subject}" for w in others))
+    return "; ".join(parts)
+
+
 def judge(expect: Expect, result: CheckResult) -> Judgement:
     """The pass/fail decision of ``ownership test`` for one spec."""
     got = got_text(result)
+    vacuous = vacuity_reason(result)
     if expect.safe:
         if result.violated is not None:
             return Judgement(False, expect.describe(), got)
+        if result.stop_reason is StopReason.NOTHING_ENABLED:
+            return Judgement(False, expect.describe(), got, "vacuous: no action is enabled in the initial state")
         if result.verdict is not Verdict.PROVED:
             # A bounded or interrupted search says nothing about longer interleavings.
             return Judgement(False, expect.describe(), got, f"not exhaustive: {result.stop_reason.value}")
+        if vacuous:
+            return Judgement(False, expect.describe(), got, vacuous)
         return Judgement(True, expect.describe(), got)
+    if result.violated == expect.violates and vacuous:
+        return Judgement(False, expect.describe(), got, vacuous)
     return Judgement(result.violated == expect.violates, expect.describe(), got)
 
 
@@ -107,6 +137,7 @@ def invariant_outcomes(result: CheckResult, expect: Expect | None = None) -> tup
     if expect is not None and expect.violates is not None and expect.violates not in names:
         names += (expect.violates,)  # not checked at all: it cannot have been found
     bad = result.violated
+    vacuous = vacuity_reason(result)
     out: list[InvariantOutcome] = []
     for name in names:
         if bad is not None:
@@ -137,5 +168,12 @@ def invariant_outcomes(result: CheckResult, expect: Expect | None = None) -> tup
         else:
             status = Status.FAILED
             message = f"not exhaustive: {result.stop_reason.value}: {result.coverage()}"
+        if vacuous and status is Status.PASSED:
+            if expect is not None:
+                # `ownership test` fails a qualified verdict: say so on every invariant it would pass.
+                status = Status.FAILED
+                message = f"{vacuous}: {message}"
+            else:
+                message = f"warning: {vacuous}: {message}"
         out.append(InvariantOutcome(name, status, message))
     return tuple(out)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ownership.core.trace import Trace
-from ownership.errors import ExitCode
+from ownership.errors import Code, ExitCode, SpecWarning
 
 
 class Verdict(enum.IntEnum):
@@ -44,6 +44,90 @@ class StopReason(enum.Enum):
     INVARIANT_FOUND = "found an inductive invariant"
     EXAMPLES_DONE = "ran every requested random example"
     DISAGREEMENT = "found a step where the implementation and the spec disagree"
+    NOTHING_ENABLED = "found no action enabled in the initial state, so nothing ever runs"
+
+
+class Measure(enum.Enum):
+    """How an engine counted the firings of each action."""
+
+    EXACT = "exact"
+    """Every state the engine explored was expanded and counted (explore, prove's reachable set)."""
+    SAMPLED = "sampled"
+    """Counted along random runs (hypothesis): an action may fire in states no run visited."""
+    BOUNDED = "bounded search"
+    """A separate concrete breadth-first search with a state budget (bmc, prove by induction or Spacer)."""
+
+
+@dataclass(frozen=True)
+class ActionCoverage:
+    """How often one action fired in a check: the states where it was enabled, the steps it took.
+
+    ``states``, ``depth`` and ``complete`` describe what the measurement looked
+    at: ``complete`` means every reachable state of the instance (up to
+    symmetry) was expanded, so an action with no transitions can never fire
+    there.  ``may_be_dead`` is the spec's reason, when it declares the action
+    may never fire.
+    """
+
+    name: str
+    enabled_states: int | None
+    """States in which some instance of the action was enabled (``None``: not measured)."""
+    transitions: int
+    measured: Measure
+    states: int
+    depth: int
+    complete: bool
+    may_be_dead: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def fired(self) -> bool:
+        return self.transitions > 0
+
+    def scope(self) -> str:
+        """What the count covers, e.g. ``the 435 reachable states``."""
+        if self.measured is Measure.SAMPLED:
+            return f"the {self.states:,} distinct states the random runs visited"
+        if self.complete:
+            return f"the {self.states:,} reachable states"
+        if self.measured is Measure.EXACT:
+            return f"the {self.states:,} states the search expanded (within depth {self.depth})"
+        return f"a breadth-first search of {self.states:,} states to depth {self.depth}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "enabled_states": self.enabled_states,
+            "transitions": self.transitions,
+            "measured": self.measured.value,
+            "states": self.states,
+            "depth": self.depth,
+            "complete": self.complete,
+            "may_be_dead": self.may_be_dead,
+        }
+
+
+def dead_action_warning(a: ActionCoverage) -> SpecWarning:
+    """The warning for an action that never fired, saying what the count covered."""
+    if a.measured is Measure.SAMPLED:
+        seen = f"never fired in {a.scope()} (random testing)"
+    elif a.complete:
+        seen = f"never fired: it is enabled in none of {a.scope()}"
+    else:
+        seen = f"was not seen to fire in {a.scope()}"
+    if a.complete or a.measured is Measure.SAMPLED:
+        why = "a guard that never holds, or an instance too small for it?"
+    else:
+        why = "a bound too small to reach it (raise --max-depth), or a guard that never holds?"
+    return SpecWarning(
+        Code.DEAD_ACTION,
+        f"action {a.name} {seen}, so the verdict says nothing about what it does ({why}); if that is intended, "
+        f'declare it: @spec.action(may_be_dead="why") or spec.may_be_dead({a.name!r}, reason="why")',
+        a.file,
+        a.line,
+        a.name,
+    )
 
 
 @dataclass(frozen=True)
@@ -78,12 +162,56 @@ class CheckResult:
     extremum: tuple[str, int] | None = None
     reproduction: str | None = None
     """Code that reproduces the failure (the random engines print Hypothesis' steps)."""
-    action_counts: Mapping[str, int] | None = None
-    """How often each action ran (random engines: action coverage)."""
+    actions: tuple[ActionCoverage, ...] = ()
+    """How often each action fired (every engine; see :class:`ActionCoverage`)."""
+    warnings: tuple[SpecWarning, ...] = ()
+    """What the spec and the run were warned about (an unregistered action, an impossible allocation)."""
 
     @property
     def exit_code(self) -> ExitCode:
         return self.verdict.exit_code
+
+    @property
+    def safe(self) -> bool:
+        """PROVED or BOUNDED_OK: the verdicts a vacuity warning qualifies."""
+        return self.verdict in (Verdict.PROVED, Verdict.BOUNDED_OK)
+
+    @property
+    def action_counts(self) -> Mapping[str, int] | None:
+        """Transitions per action (``None`` when the engine counted nothing)."""
+        return {a.name: a.transitions for a in self.actions} if self.actions else None
+
+    def dead_actions(self) -> tuple[ActionCoverage, ...]:
+        """Actions that never fired and that the spec does not declare may be dead."""
+        return tuple(a for a in self.actions if not a.fired and a.may_be_dead is None)
+
+    def vacuity(self) -> tuple[SpecWarning, ...]:
+        """Every warning that qualifies this result: dead actions (safe verdicts only), then the rest.
+
+        An engine that stops at a violation has not looked at every action,
+        so dead actions qualify only a safe verdict; the spec's own warnings
+        qualify every verdict.
+        """
+        dead = tuple(dead_action_warning(a) for a in self.dead_actions()) if self.safe else ()
+        return dead + tuple(self.warnings)
+
+    @property
+    def vacuous(self) -> bool:
+        """A safe verdict qualified by a warning: ``ownership test`` fails on it."""
+        return self.safe and bool(self.vacuity())
+
+    def qualifier(self) -> str:
+        """``vacuous: 1 action never fired`` (empty when nothing qualifies the verdict)."""
+        parts: list[str] = []
+        dead = self.dead_actions() if self.safe else ()
+        if dead:
+            word = "never fired" if all(a.complete or a.measured is Measure.SAMPLED for a in dead) else "not seen to fire"
+            parts.append(f"vacuous: {len(dead)} action{'' if len(dead) == 1 else 's'} {word}")
+        if self.warnings:
+            n = len(self.warnings)
+            more = "more " if parts else ""
+            parts.append(f"{n} {more}warning{'' if n == 1 else 's'}")
+        return "; ".join(parts)
 
     def coverage(self) -> str:
         """One sentence saying exactly what was checked."""

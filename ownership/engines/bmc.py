@@ -23,8 +23,9 @@ from typing import Any
 import z3
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import ActionCoverage, CheckResult, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
+from ownership.engines.coverage import search_coverage, with_coverage
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
 from ownership.spec.types import BoolType, Ref, RefSet
@@ -568,6 +569,21 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     the search at twice the width, so every answer holds for Python's
     unbounded integers.
     """
+    result = _bmc(inst, options, progress)
+    # The solver never enumerates states: a small concrete search, as deep as the bound, says which actions fire.
+    return with_coverage(_coverage_note(result, options), inst,
+                         search_coverage(inst, max_depth=options.max_depth, symmetry=options.symmetry))
+
+
+def _coverage_note(result: CheckResult, options: BmcOptions) -> CheckResult:
+    if not options.free:
+        return result
+    return dataclasses.replace(result, notes=(*result.notes, "the action counts are from a concrete search at the "
+                                              "default values of the free parameters"))
+
+
+def _bmc(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
+    """:func:`bmc` without the action counts (``prove`` runs it to find a shortest trace)."""
     start = time.perf_counter()
     if options.minimize or options.maximize:
         sym = SymbolicSpec(inst, options.free, options.symmetry)
@@ -706,8 +722,15 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     proved along with the invariants; if it fails the proof restarts wider.
     """
     start = time.perf_counter()
-    return _widening("prove", inst, options, start,
-                     lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened))
+    result = _widening("prove", inst, options, start,
+                       lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened))
+    actions = result.actions
+    if not actions:
+        # Proved by induction or Spacer (or refuted): no states were enumerated, so a small
+        # concrete search says which actions fire.
+        result = _coverage_note(result, options)
+        actions = search_coverage(inst, symmetry=options.symmetry)
+    return with_coverage(result, inst, actions)
 
 
 def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: BmcOptions, progress: Any,
@@ -731,18 +754,20 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
     unreplayable_cti = False
 
     def done(verdict: Verdict, reason: StopReason, depth: int, notes: Sequence[str], violated: str | None = None,
-             trace: Trace | None = None, states: int = 0, transitions: int = 0) -> CheckResult:
+             trace: Trace | None = None, states: int = 0, transitions: int = 0,
+             actions: tuple[ActionCoverage, ...] = ()) -> CheckResult:
         return CheckResult(inst.spec.name, "prove", verdict, reason,
                            Stats(states, transitions, depth, time.perf_counter() - start),
                            shown, tuple(all_invs), violated=violated, trace=trace, options=opts,
-                           notes=(*notes, *widened, coverage_note(sym.width)))
+                           notes=(*notes, *widened, coverage_note(sym.width)), actions=actions)
 
     def shortest_by_bmc() -> CheckResult:
-        return bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
+        return _bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)
 
     def violated(found: CheckResult, notes: Sequence[str]) -> CheckResult:
         # ``found`` holds another engine's shortest trace, replayed when it was built.
-        return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth, notes, found.violated, found.trace)
+        return done(Verdict.VIOLATED, StopReason.VIOLATION, found.stats.depth, notes, found.violated, found.trace,
+                    actions=found.actions)
 
     def shortest_violation(notes: list[str], found_by: str) -> CheckResult:
         # A violation (or an overflow) is reachable; bmc finds the shortest one to show.
@@ -828,7 +853,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         cert = _reachable_certificate(sym, inst, options, all_invs, overflows, report)
         if cert.outcome == "proved":
             return done(Verdict.PROVED, StopReason.INVARIANT_FOUND, cert.depth, [*notes, cert.note],
-                        states=cert.states, transitions=cert.transitions)
+                        states=cert.states, transitions=cert.transitions, actions=cert.actions)
         if cert.outcome == "violated":
             # A state the concrete code reaches violates an invariant: breadth-first search
             # gives a shortest trace, replayed like every other.
@@ -923,6 +948,7 @@ class _ReachCertificate:
     transitions: int = 0
     depth: int = 0
     violated: str | None = None
+    actions: tuple[ActionCoverage, ...] = ()
 
 
 def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: list[str],
@@ -1003,7 +1029,7 @@ def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOption
         f"PROVED with the explicit reachable set as the inductive invariant: breadth-first search found {size}; "
         "Z3 checked against the symbolic transition relation that the set contains no violation, that no step "
         "from it overflows and that every step from it stays inside it, so the invariants hold for executions "
-        "of any length"), len(reach.states), reach.transitions, reach.depth)
+        "of any length"), len(reach.states), reach.transitions, reach.depth, actions=reach.actions)
 
 
 def _certificate_fails(model: z3.ModelRef, inv: z3.FuncDeclRef, un: Unroller, inst: Instance, x: list[z3.ExprRef],

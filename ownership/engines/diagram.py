@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ownership.core.result import ActionCoverage, Measure
+from ownership.engines.coverage import ActionTally
 from ownership.spec.instance import Instance, State
 
 LEAF = 0
@@ -40,6 +42,8 @@ class ReachableStates:
     complete: bool
     unfit: State | None = None
     """A reached state that ``fits`` refused; the search stopped there."""
+    actions: tuple[ActionCoverage, ...] = ()
+    """Per action, the states (of those expanded) that enable it and its transitions."""
 
 
 def reachable_states(inst: Instance, max_states: int, fits: Callable[[State], bool] | None = None,
@@ -63,11 +67,15 @@ def reachable_states(inst: Instance, max_states: int, fits: Callable[[State], bo
         depth = 0
         transitions = 0
         expand = inst.expand
+        tally = ActionTally(inst)
+        expanded = 0
         while frontier:
             nxt: list[State] = []
             for st in frontier:
                 succs = expand(st)
                 transitions += len(succs)
+                tally.add(expanded, succs)
+                expanded += 1
                 for _action, sc in succs:
                     if sc.state not in seen:
                         if len(seen) >= max_states:
@@ -82,7 +90,8 @@ def reachable_states(inst: Instance, max_states: int, fits: Callable[[State], bo
             frontier = nxt
             if frontier:
                 depth += 1
-        return ReachableStates(tuple(order), depth, transitions, complete=True)
+        return ReachableStates(tuple(order), depth, transitions, complete=True,
+                               actions=tally.coverage(inst, Measure.EXACT, expanded, depth, True))
     finally:
         inst.set_recording(True)
 

@@ -17,7 +17,8 @@ from operator import itemgetter
 from typing import Any
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
+from ownership.engines.coverage import ActionTally, with_coverage
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
@@ -115,6 +116,10 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     via_action = array("i", [-1])
     via_picks: dict[int, tuple[Any, ...]] = {}
     transitions = 0
+    # Per-action firings, counted by action position (no names or labels in the loop).
+    tally = ActionTally(inst)
+    act_of, fired, enabled_in, last_in = tally.act_of, tally.fired, tally.enabled, tally.last
+    expanded = 0
 
     def finish(verdict: Verdict, reason: StopReason, depth: int, bad: str | None = None, at: int | None = None,
                deadlock: bool = False) -> CheckResult:
@@ -134,7 +139,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
                 node = parent[node]
             path.reverse()
             trace = build_trace(inst, path, engine="explore", violation=None if deadlock else bad, deadlock=deadlock)
-        return CheckResult(
+        result = CheckResult(
             spec=spec.name,
             engine="explore",
             verdict=verdict,
@@ -147,6 +152,9 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
             options=opts,
             notes=tuple(notes),
         )
+        complete = reason is StopReason.EXHAUSTED
+        actions = tally.coverage(inst, Measure.EXACT, expanded, depth, complete)
+        return with_coverage(result, inst, actions)
 
     try:
         bad = first_violation(init)
@@ -162,7 +170,6 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     max_depth = options.max_depth
     deadline = start + options.max_seconds if options.max_seconds is not None else None
     check_deadlock = options.deadlock
-    expanded = 0
 
     def search() -> CheckResult:
         nonlocal depth, transitions, last_report, frontier, expanded
@@ -174,6 +181,11 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
                 succs = expand(st)
                 transitions += len(succs)
                 for ai, sc in succs:
+                    a = act_of[ai.index]
+                    fired[a] += 1
+                    if last_in[a] != idx:
+                        last_in[a] = idx
+                        enabled_in[a] += 1
                     h = canon(sc.state)
                     if h in seen:
                         continue

@@ -31,7 +31,8 @@ from typing import Any
 import z3
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import ActionCoverage, CheckResult, Measure, Stats, StopReason, Verdict
+from ownership.engines.coverage import action_records, with_coverage
 from ownership.engines.symbolic import (
     COVERAGE_NOTE,
     WIDTH,
@@ -233,14 +234,33 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
         result, region = _explore_case(inst, options, terms, base, progress, start)
         if region is not None:
             result = dataclasses.replace(result, notes=(*result.notes, explain_region(inst, options, region)))
-        return result
+        return with_coverage(result, inst, result.actions)
     outcomes: list[tuple[CheckResult, z3.BoolRef | None, str]] = []
     for sizes, cond, witness in cases:
         case_inst = Instance(spec, {**inst.param_values, **witness})
         label = ", ".join(f"{d} has {n}" for d, n in sizes.items())
         result, region = _explore_case(case_inst, options, terms, [*base, cond], progress, start)
         outcomes.append((result, None if region is None else z3.And(cond, region), label))
-    return _combine(inst, options, outcomes, start)
+    combined = _combine(inst, options, outcomes, start)
+    return with_coverage(combined, inst, _sum_actions([r.actions for r, _, _ in outcomes]))
+
+
+def _sum_actions(per_case: list[tuple[ActionCoverage, ...]]) -> tuple[ActionCoverage, ...]:
+    """Per-action counts added over the per-size cases (complete only if every case was)."""
+    if not per_case or not per_case[0]:
+        return ()
+    out: list[ActionCoverage] = []
+    for k, first in enumerate(per_case[0]):
+        same = [case[k] for case in per_case]
+        out.append(dataclasses.replace(
+            first,
+            enabled_states=sum(a.enabled_states or 0 for a in same),
+            transitions=sum(a.transitions for a in same),
+            states=sum(a.states for a in same),
+            depth=max(a.depth for a in same),
+            complete=all(a.complete for a in same),
+        ))
+    return tuple(out)
 
 
 def _size_cases(
@@ -415,6 +435,13 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
     transitions = 0
     depth = 0
     stop: StopReason | None = None
+    # Firings per action (by position), and the last state counted as enabling it.
+    positions = {name: k for k, name in enumerate(spec.actions)}
+    act_pos = [positions[act.name] for act, _args in instances]
+    fired = [0] * len(positions)
+    enabled_in = [0] * len(positions)
+    last_in = [-1] * len(positions)
+    expanded = 0
 
     def run(fn: Callable[[], Any], state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> list[tuple[bool, Any, list[Any], tuple[Any, ...], tuple[z3.BoolRef, ...]]]:
         """Every path of ``fn`` from ``state``: (enabled, result, picks, new cells, path condition).
@@ -472,6 +499,11 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                         if not enabled:
                             continue
                         transitions += 1
+                        a = act_pos[ai_index]
+                        fired[a] += 1
+                        if last_in[a] != idx:
+                            last_in[a] = idx
+                            enabled_in[a] += 1
                         new_pc = tuple(pc) + path_pc
                         pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
                         key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
@@ -491,6 +523,7 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                         break
                 if stop:
                     break
+                expanded += 1
                 if options.max_seconds is not None and time.perf_counter() - start > options.max_seconds:
                     stop = StopReason.TIME_LIMIT
                     break
@@ -508,17 +541,20 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
     notes = [f"free parameters {', '.join(options.free)}: interleavings explicit, parameter values symbolic "
              f"({solver.calls:,} solver calls)", COVERAGE_NOTE]
     stats = Stats(len(nodes), transitions, depth, elapsed)
+    # Exact over the parameter regions searched: an action no region lets fire never fires for any value.
+    actions = action_records(inst, enabled_in, fired, Measure.EXACT, expanded, depth, stop is None and not first)
     if not violations:
         if stop is None:
             scope = " and ".join([f"{n} in its declared range" for n in options.free] + list(options.where))
             notes.append(f"PROVED for every value with {scope}")
             return CheckResult(spec.name, "explore", Verdict.PROVED, StopReason.EXHAUSTED, stats, shown,
-                               tuple(checked), options=opts, notes=tuple(notes)), None
+                               tuple(checked), options=opts, notes=tuple(notes), actions=actions), None
         verdict = Verdict.BOUNDED_OK if stop is StopReason.DEPTH_LIMIT else Verdict.UNKNOWN
         return CheckResult(spec.name, "explore", verdict, stop, stats, shown, tuple(checked), options=opts,
-                           notes=tuple(notes)), None
+                           notes=tuple(notes), actions=actions), None
     region = z3.Or(*[z3.And(*nodes[n].pc, cond) for n, _name, cond in violations])
-    return _report(inst, options, violations, nodes, instances, solver, terms, stats, shown, checked, opts, notes), region
+    found = _report(inst, options, violations, nodes, instances, solver, terms, stats, shown, checked, opts, notes)
+    return dataclasses.replace(found, actions=actions), region
 
 
 def _call(fn: Callable[..., Any], view: _View, args: Sequence[Any]) -> Callable[[], Any]:

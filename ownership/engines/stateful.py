@@ -21,7 +21,8 @@ A failure is shrunk by Hypothesis, then rebuilt as the common
 :class:`~ownership.core.trace.Trace` by replaying its steps through the
 concrete semantics, like every other engine's counterexample.  A pass is
 ``BOUNDED_OK``: it says how many examples and steps ran and how often each
-action ran; random testing never proves anything.
+action ran (sampled :class:`~ownership.core.result.ActionCoverage`); random
+testing never proves anything.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
+from ownership.engines.coverage import action_records, with_coverage
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import ActionInstance, Instance, State, Successor
 
@@ -93,7 +95,8 @@ class RunLog:
     max_depth: int = 0
     states: set[State] = field(default_factory=set)
     action_counts: Counter[str] = field(default_factory=Counter)
-    ever_enabled: set[str] = field(default_factory=set)
+    enabled_in: dict[str, set[State]] = field(default_factory=dict)
+    """Per action, the visited states in which it was seen enabled (preconditions are asked lazily)."""
     last: Any = None  # the latest machine: after a failure, the shrunk example's
     started: float = field(default_factory=time.monotonic)
     next_progress: float = 0.0
@@ -151,6 +154,8 @@ class SpecMachine(RuleBasedStateMachine):
             inst, state = self._inst, self.state
             found = self._enabled[action] = [ai for ai in self._by_action[action] if inst.first_outcome(state, ai) is not None]
             self._any[action] = bool(found)
+            if found and self._log is not None:
+                self._log.enabled_in.setdefault(action, set()).add(state)
         return found
 
     def can_run(self, action: str) -> bool:
@@ -169,7 +174,7 @@ class SpecMachine(RuleBasedStateMachine):
             inst, state = self._inst, self.state
             known = self._any[action] = any(inst.first_outcome(state, ai) is not None for ai in self._by_action[action])
             if known and self._log is not None:
-                self._log.ever_enabled.add(action)
+                self._log.enabled_in.setdefault(action, set()).add(state)
         return known
 
     # -- argument strategies (the machine is Hypothesis' runner) ----------------
@@ -392,22 +397,28 @@ def _reproduction(inst: Instance, exc: BaseException) -> str | None:
     return "\n".join(head + steps)
 
 
-def _never_enabled(inst: Instance, log: RunLog) -> list[str]:
-    """Actions enabled in none of the states the run visited (preconditions are asked lazily)."""
-    unseen = [a for a in inst.spec.actions if a not in log.ever_enabled]
+def _enabled_counts(inst: Instance, log: RunLog) -> list[int]:
+    """Per action, the visited states in which it was seen enabled.
+
+    Hypothesis asks preconditions lazily, so for an action it was asked about
+    the count is a lower bound; an action never seen enabled is looked for in
+    every visited state, so a 0 means it is enabled in none of them.
+    """
+    counts = [len(log.enabled_in.get(a, ())) for a in inst.spec.actions]
+    unseen = {a for a, n in zip(inst.spec.actions, counts, strict=True) if not n}
     if not unseen:
-        return []
+        return counts
+    found: dict[str, int] = dict.fromkeys(unseen, 0)
     inst.set_recording(False)
     try:
         for state in log.states:
-            for ai in inst.action_instances:
-                if ai.action.name in unseen and inst.first_outcome(state, ai) is not None:
-                    unseen.remove(ai.action.name)
-            if not unseen:
-                break
+            hit = {ai.action.name for ai in inst.action_instances
+                   if ai.action.name in unseen and inst.first_outcome(state, ai) is not None}
+            for a in hit:
+                found[a] += 1
     finally:
         inst.set_recording(True)
-    return unseen
+    return [found.get(a, n) for a, n in zip(inst.spec.actions, counts, strict=True)]
 
 
 def _machine_test(get_test: Callable[..., Callable[[], None]], machine: type[SpecMachine], options: HypothesisOptions) -> Callable[[], None]:
@@ -468,16 +479,14 @@ def check_stateful(
     if seed is not None:
         opts["seed"] = seed
     elapsed = time.monotonic() - log.started
-    counts = {a: log.action_counts.get(a, 0) for a in inst.spec.actions}
-    never = _never_enabled(inst, log)
+    actions = action_records(
+        inst, _enabled_counts(inst, log), [log.action_counts.get(a, 0) for a in inst.spec.actions],
+        Measure.SAMPLED, len(log.states), log.max_depth, False,
+    )
     notes = [
         f"ran {log.examples:,} random examples of up to {options.steps} steps ({log.steps:,} steps in all); "
         "Hypothesis counts only those that did not end early towards --max-examples"
     ]
-    if never:
-        notes.append(
-            f"warning: action(s) {', '.join(never)} never enabled in any example: the spec or its bounds may be wrong"
-        )
     stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
     common: dict[str, Any] = {
         "spec": inst.spec.name,
@@ -485,20 +494,20 @@ def check_stateful(
         "params": dict(inst.param_values),
         "invariants": checked,
         "options": opts,
-        "action_counts": counts,
+        "actions": actions,
     }
     if interrupted:
-        return CheckResult(
+        return with_coverage(CheckResult(
             verdict=Verdict.UNKNOWN, stop_reason=StopReason.INTERRUPTED, stats=stats, notes=tuple(notes), **common
-        )
+        ), inst, actions)
     if failure is None:
-        return CheckResult(
+        return with_coverage(CheckResult(
             verdict=Verdict.BOUNDED_OK, stop_reason=StopReason.EXAMPLES_DONE, stats=stats, notes=tuple(notes), **common
-        )
+        ), inst, actions)
     assert isinstance(failure, InvariantViolation)
     last: SpecMachine = log.last
     trace = build_trace(inst, last.path, engine="hypothesis", violation=failure.invariant)
-    return CheckResult(
+    return with_coverage(CheckResult(
         verdict=Verdict.VIOLATED,
         stop_reason=StopReason.VIOLATION,
         stats=stats,
@@ -507,4 +516,4 @@ def check_stateful(
         notes=tuple(notes),
         reproduction=_reproduction(inst, failure),
         **common,
-    )
+    ), inst, actions)

@@ -10,8 +10,14 @@ counterexample files written.  The writers only read them.
 * **SARIF** (``--sarif``): each violation is a result located at the spec
   line of the action whose step breaks the invariant (the trace's last step),
   with the whole trace as a code flow, so code-scanning pages annotate it.
-* **JSON** (``--json``): verdict, stop reason, coverage, statistics and the
-  files written, per spec.
+* **JSON** (``--json``): verdict, stop reason, coverage, statistics, per-action
+  firings, warnings and the files written, per spec.
+
+A safe verdict qualified by a warning (an action that never fired, a function
+that looks like an unregistered action, an allocation larger than its pool)
+is marked in each: ``vacuous``/``warnings`` in JSON, a ``vacuity`` and
+``warning.N`` properties (and, under ``ownership test``, a ``VACUOUS``
+failure) in JUnit, a ``warning``-level result in SARIF.
 
 Pass/fail per invariant comes from :mod:`ownership.core.expectation`, the
 same decision ``ownership test`` and the pytest plugin make.
@@ -37,7 +43,7 @@ from ownership.core.expectation import (
     judge,
 )
 from ownership.core.result import CheckResult, Verdict
-from ownership.errors import Code, OwnershipError
+from ownership.errors import Code, OwnershipError, SpecWarning
 from ownership.spec.model import Derived, Expect, Spec
 
 Mode = Literal["check", "test"]
@@ -260,6 +266,14 @@ def junit_xml(runs: Sequence[SpecRun], *, command: Mode = "check") -> str:
             ]
             if run.mode == "test" and run.expect is not None:
                 pairs.append(("expect", run.expect.describe()))
+            if r.actions:
+                from ownership.render.text import actions_line
+
+                pairs.append(("actions", actions_line(r)))
+            warnings = r.vacuity()
+            if r.vacuous:
+                pairs.append(("vacuity", r.qualifier()))
+            pairs += [(f"warning.{k}", _warning_text(w)) for k, w in enumerate(warnings, start=1)]
             for name, value in pairs:
                 ET.SubElement(props, "property", name=name, value=value)
         if run.error is not None:
@@ -284,7 +298,10 @@ def junit_xml(runs: Sequence[SpecRun], *, command: Mode = "check") -> str:
                 counts["tests"] += 1
                 if outcome.status is Status.FAILED:
                     counts["failures"] += 1
-                    failure = ET.SubElement(case, "failure", message=outcome.message, type=run.result.verdict.name)
+                    kind = run.result.verdict.name
+                    if outcome.invariant != run.result.violated and run.result.vacuity():
+                        kind = "VACUOUS"  # failed by `ownership test` for a warning, not a violation
+                    failure = ET.SubElement(case, "failure", message=outcome.message, type=kind)
                     if outcome.invariant == run.result.violated:
                         report = report or _report_text(run)
                         failure.text = report
@@ -344,7 +361,7 @@ def _physical(loc: Location, root: Path) -> dict[str, Any] | None:
     return phys
 
 
-def _rule(name: str, doc: str) -> dict[str, Any]:
+def _rule(name: str, doc: str, level: str = "error") -> dict[str, Any]:
     if name == DEADLOCK:
         doc = "Requests are pending and no action can run."
     first = doc.splitlines()[0] if doc else f"Invariant {name} holds in every reachable state."
@@ -353,12 +370,28 @@ def _rule(name: str, doc: str) -> dict[str, Any]:
         "name": name,
         "shortDescription": {"text": first},
         "fullDescription": {"text": doc or first},
-        "defaultConfiguration": {"level": "error"},
+        "defaultConfiguration": {"level": level},
         "properties": {"tags": ["ownership", "model-checking"]},
     }
 
 
 EXPECTATION_RULE = "unmet-expectation"
+
+WARNING_RULES: dict[Code, tuple[str, str]] = {
+    Code.DEAD_ACTION: ("vacuous-action", "Every action of a spec fires in some checked state; one that never fires "
+                       "makes a safe verdict vacuous for it (declare may_be_dead if intended)."),
+    Code.UNREGISTERED_ACTION: ("unregistered-action", "A function shaped like an action is registered with "
+                               "@spec.action (or is a helper, invariant or terminal predicate)."),
+    Code.ALLOC_EXCEEDS_POOL: ("alloc-exceeds-pool", "An allocation asks for no more pages than its pool has."),
+    Code.NOTHING_ENABLED: ("nothing-enabled", "Some action is enabled in the initial state (else nothing ever runs)."),
+}
+"""SARIF rule id and description of each warning (anything else: ``spec-warning``)."""
+
+
+def _warning_text(w: SpecWarning) -> str:
+    from ownership.render.text import warning_line
+
+    return warning_line(w)
 
 
 def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | None = None) -> dict[str, Any]:
@@ -378,9 +411,9 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
     results: list[dict[str, Any]] = []
     notifications: list[dict[str, Any]] = []
 
-    def rule_index(name: str, doc: str) -> int:
+    def rule_index(name: str, doc: str, level: str = "error") -> int:
         if name not in rules:
-            rules[name] = _rule(name, doc)
+            rules[name] = _rule(name, doc, level)
         return list(rules).index(name)
 
     for run in runs:
@@ -397,9 +430,11 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
         expected_violation = run.mode == "test" and run.expect is not None and run.expect.violates == result.violated
         if result.violated is not None:
             results.append(_violation_result(run, result, base, expected_violation, rule_index))
+        for w in result.vacuity():
+            results.append(_warning_result(run, result, w, base, rule_index))
         if run.mode == "test" and run.expect is not None:
             verdict = judge(run.expect, result)
-            if not verdict.ok and result.violated is None:
+            if not verdict.ok and (result.violated is None or verdict.reason):
                 idx = rule_index(EXPECTATION_RULE, "A spec's declared verdict (expect=) is what the check finds.")
                 text = f"{run.spec}: expected {verdict.expected}, got {verdict.got}"
                 text += f" ({verdict.reason})" if verdict.reason else f" ({result.coverage()})"
@@ -436,6 +471,28 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
             }
         ],
     }
+
+
+def _warning_result(run: SpecRun, result: CheckResult, w: SpecWarning, base: Path, rule_index: Any) -> dict[str, Any]:
+    """A SARIF result of level ``warning`` for a vacuity warning, at the line it names."""
+    rule, doc = WARNING_RULES.get(w.code, ("spec-warning", "A spec raises no warnings."))
+    idx = rule_index(rule, doc, level="warning")
+    entry: dict[str, Any] = {
+        "ruleId": rule,
+        "ruleIndex": idx,
+        "level": "warning",
+        "message": {"text": f"{run.spec}: {' '.join(w.message.split())} ({result.engine} says "
+                            f"{result.verdict.name}; {w.code.label})"},
+        "partialFingerprints": {"ownershipWarning/v1": _fingerprint(run.spec, rule, w.subject)},
+        "properties": {"spec": run.spec, "engine": result.engine, "verdict": result.verdict.name,
+                       "code": w.code.label, "subject": w.subject},
+    }
+    phys = _physical(Location(w.file, w.line), base)
+    if phys is None:
+        phys = _physical(run.spec_location, base)
+    if phys is not None:
+        entry["locations"] = [{"physicalLocation": phys}]
+    return entry
 
 
 def _fingerprint(*parts: str) -> str:
@@ -564,9 +621,14 @@ def _run_json(run: SpecRun) -> dict[str, Any]:
     )
     if r.extremum is not None:
         out["extremum"] = {"param": r.extremum[0], "value": r.extremum[1]}
-    counts = getattr(r, "action_counts", None)
-    if counts is not None:
-        out["action_counts"] = dict(counts)
+    out["actions"] = [a.to_json() for a in r.actions]
+    out["vacuous"] = r.vacuous
+    out["qualifier"] = r.qualifier() if r.safe else ""
+    out["warnings"] = [
+        {"code": w.code.label, "rule": WARNING_RULES.get(w.code, ("spec-warning", ""))[0], "subject": w.subject,
+         "message": " ".join(w.message.split()), "file": w.file, "line": w.line}
+        for w in r.vacuity()
+    ]
     if r.trace is not None:
         loc = run.violation_location
         out["trace"] = {

@@ -318,12 +318,22 @@ def _diagnosis_html(d: Diagnosis) -> str:
 def _run_html(section: SpecSection, run: EngineRun) -> str:
     r = run.result
     spec = section.spec
+    qualifier = r.qualifier() if r.safe else ""
     out = [
-        f'<h3><span class="badge engine">{_e(r.engine)}</span> {_badge(r.verdict)}</h3>',
+        f'<h3><span class="badge engine">{_e(r.engine)}</span> {_badge(r.verdict)}'
+        + (f" <strong>({_e(qualifier)})</strong>" if qualifier else "") + "</h3>",
         f'<p class="coverage">{_e(r.coverage())}</p>',
     ]
     if r.notes:
         out.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in r.notes) + "</ul>")
+    from ownership.render.text import actions_line, warning_line
+
+    warnings = r.vacuity()
+    if warnings:
+        out.append('<ul class="notes">' + "".join(f"<li><strong>{_e(warning_line(w))}</strong></li>" for w in warnings)
+                   + "</ul>")
+    if r.actions:
+        out.append(f'<p class="coverage">{_e(actions_line(r))}</p>')
     trace = r.trace
     if trace is not None:
         doc = (

@@ -7,8 +7,9 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ownership.core.result import CheckResult, Verdict
+from ownership.core.result import ActionCoverage, CheckResult, Measure, Verdict
 from ownership.core.trace import Trace, changed_fields
+from ownership.errors import SpecWarning
 from ownership.spec.instance import Event
 
 if TYPE_CHECKING:
@@ -29,11 +30,56 @@ def format_value(value: Any) -> str:
 
 
 def headline(result: CheckResult) -> str:
-    """``VIOLATED  no_foreign_read  in sglang_disagg_v0_5_21 (explore)``."""
+    """``VIOLATED  no_foreign_read  in sglang_disagg_v0_5_21 (explore)``.
+
+    A qualified safe verdict says so: ``PROVED (vacuous: 1 action never
+    fired)  spec (explore)``.
+    """
     if result.verdict is Verdict.VIOLATED:
         what = "deadlock" if result.violated == "deadlock" else result.violated
         return f"VIOLATED  {what}  in {result.spec} ({result.engine})"
-    return f"{result.verdict.name}  {result.spec} ({result.engine})"
+    qualifier = result.qualifier() if result.safe else ""
+    verdict = f"{result.verdict.name} ({qualifier})" if qualifier else result.verdict.name
+    return f"{verdict}  {result.spec} ({result.engine})"
+
+
+def warning_line(w: SpecWarning) -> str:
+    """``warning[OWN070]: specs/x.py:12: message``, the path relative to the working directory."""
+    where = ""
+    if w.file is not None:
+        shown = display_path(w.file)
+        where = f"{shown}:{w.line}: " if w.line is not None else f"{shown}: "
+    return f"warning[{w.code.label}]: {where}{' '.join(w.message.split())}"
+
+
+def _count(a: ActionCoverage) -> str:
+    enabled = "-" if a.enabled_states is None else f"{a.enabled_states:,}"
+    if a.enabled_states is not None and a.measured is Measure.SAMPLED and a.enabled_states:
+        enabled = ">=" + enabled  # Hypothesis asks preconditions lazily: a lower bound
+    text = f"{a.name} {enabled}/{a.transitions:,}"
+    if not a.fired:
+        if a.may_be_dead is not None:
+            text += " (may be dead)"
+        else:
+            text += " (never fired)" if a.complete or a.measured is Measure.SAMPLED else " (not seen to fire)"
+    return text
+
+
+def actions_line(result: CheckResult) -> str:
+    """``actions fired (exact; states enabled/transitions): prefill 12/30, decode 3/3, ...``."""
+    if not result.actions:
+        return ""
+    first = result.actions[0]
+    if first.measured is Measure.SAMPLED:
+        how = "sampled"
+    elif first.measured is Measure.EXACT and first.complete:
+        how = "exact" if result.engine not in ("bmc", "prove") or result.stats.states else \
+            "exact, by a separate search of every reachable state"
+    elif first.measured is Measure.EXACT:
+        how = f"exact over the {first.states:,} state{'' if first.states == 1 else 's'} expanded"
+    else:
+        how = f"bounded search of {first.states:,} states to depth {first.depth}"
+    return f"actions fired ({how}; states enabled/transitions): " + ", ".join(_count(a) for a in result.actions)
 
 
 def describe_event(ev: Event) -> str | None:
@@ -128,6 +174,8 @@ def result_report(
     lines.extend(textwrap.wrap(result.coverage(), width=WIDTH, initial_indent="  ", subsequent_indent="  "))
     for note in result.notes:
         lines.append(f"  ({note})")
+    for w in result.vacuity():
+        lines.extend(textwrap.wrap(warning_line(w), width=WIDTH, initial_indent="  ", subsequent_indent="    "))
     if result.extremum is not None:
         name, value = result.extremum
         lines.append(f"  {name} = {value:,}")
@@ -146,10 +194,11 @@ def result_report(
         n = len(result.trace)
         lines.append(f"  {kind[0].upper() + kind[1:]}: {n} step{'' if n == 1 else 's'}{shortest}, replayed through the spec")
         lines.extend(trace_table(result.trace, ghosts=ghosts))
-    if result.action_counts is not None:
-        ran = ", ".join(f"{a} x{n:,}" for a, n in result.action_counts.items())
-        lines.append("")
-        lines.extend(textwrap.wrap(f"actions run: {ran}", width=WIDTH, initial_indent="  ", subsequent_indent="    "))
+    fired = actions_line(result)
+    if fired:
+        if result.trace is not None:
+            lines.append("")
+        lines.extend(textwrap.wrap(fired, width=WIDTH, initial_indent="  ", subsequent_indent="    "))
     if result.reproduction:
         lines.append("")
         lines.append("  Hypothesis' reproduction (paste into Python; raises at the failing step):")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from ownership.errors import Code, OwnershipError, location_in
+from ownership.errors import Code, OwnershipError, SpecWarning, location_in
 from ownership.spec.model import Action, Disabled, Domain, Params, Spec, Values
 
 State = tuple[Any, ...]
@@ -377,6 +377,12 @@ class Instance:
         self.invariants = list(spec.invariants.values())
         self.view = View(self)
         self._footprints: list[tuple[Callable[[State], Any], Any] | None] = [None] * len(self.action_instances)
+        self.warnings: dict[tuple[Any, ...], SpecWarning] = {}
+        """Warnings raised while actions ran (e.g. an impossible allocation), once per place; results carry them."""
+
+    def add_warning(self, warning: SpecWarning) -> None:
+        """Record ``warning`` for this instance's results (the first one per code, place and subject)."""
+        self.warnings.setdefault((warning.code, warning.file, warning.line, warning.subject), warning)
 
     # -- helpers ------------------------------------------------------------
     def _arg_values(self, d: Domain | Values) -> list[int]:

@@ -16,13 +16,14 @@ concrete parameter values and runs it.  Engines only ever see those two.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ownership.errors import Code, OwnershipError, caller_location
+from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
 from ownership.spec.types import ValueType, type_of
 
 
@@ -168,6 +169,8 @@ class Action:
     doc: str
     file: str | None
     line: int | None
+    may_be_dead: str | None = None
+    """Why the action may never fire (declared by the spec); ``None``: a dead action is a warning."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,8 @@ class Spec:
     derived_values: dict[str, Derived] = field(default_factory=dict)
     helpers: dict[str, Callable[..., Any]] = field(default_factory=dict)
     """Functions declared with :meth:`helper`, which a derived spec may replace."""
+    warnings: list[SpecWarning] = field(default_factory=list)
+    """What loading the spec file warned about (a function that looks like an unregistered action)."""
 
     def __post_init__(self) -> None:
         if self.file is None:
@@ -396,12 +401,49 @@ class Spec:
         self.helpers[name] = fn
         return _dispatcher(fn)
 
-    def action(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator: register ``fn(s, arg: Domain, ...)`` as an action."""
+    def action(self, fn: Callable[..., Any] | None = None, *, may_be_dead: str | None = None) -> Any:
+        """Decorator: register ``fn(s, arg: Domain, ...)`` as an action.
+
+        Bare (``@spec.action``) or with arguments:
+        ``@spec.action(may_be_dead="only runs when the pool is larger")``
+        declares that the action may never fire at some instances, so a safe
+        verdict in which it never fired is not reported as vacuous (the
+        reason is shown by ``ownership list``).
+        """
+        if fn is not None:
+            if not callable(fn):
+                raise OwnershipError(Code.BAD_MAY_BE_DEAD, "@spec.action takes keyword arguments only "
+                                     '(e.g. @spec.action(may_be_dead="why"))', *caller_location(2))
+            return self._register_action(fn, None)
+        reason = self._dead_reason(may_be_dead, "@spec.action(may_be_dead=...)")
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            return self._register_action(f, reason)
+
+        return register
+
+    def may_be_dead(self, name: str, *, reason: str) -> None:
+        """Declare that action ``name`` may never fire (see :meth:`action`), e.g. for an inherited action."""
+        reason = self._dead_reason(reason, f"may_be_dead({name!r}, reason=...)")
+        if name not in self.actions:
+            known = ", ".join(self.actions) or "none yet"
+            raise OwnershipError(Code.BAD_MAY_BE_DEAD, f"spec {self.name}: may_be_dead names no action {name!r} "
+                                 f"(known: {known}; declare it after the action)", *caller_location(2))
+        self.actions[name] = dataclasses.replace(self.actions[name], may_be_dead=reason)
+
+    def _dead_reason(self, reason: object, where: str) -> str:
+        if not isinstance(reason, str) or not reason.strip():
+            raise OwnershipError(Code.BAD_MAY_BE_DEAD, f"spec {self.name}: {where} needs a reason: a non-empty "
+                                 f"string saying why the action may never fire, got {reason!r}", *caller_location(3))
+        return reason.strip()
+
+    def _register_action(self, fn: Callable[..., Any], may_be_dead: str | None) -> Callable[..., Any]:
+        where = (fn.__code__.co_filename, fn.__code__.co_firstlineno)
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if not params:
-            raise self._error(f"action {fn.__name__} must take the state view as its first argument")
+            raise OwnershipError(Code.SPEC_INVALID, f"spec {self.name}: action {fn.__name__} must take the state "
+                                 "view as its first argument", *where)
         names: list[str] = []
         doms: list[Domain | Values] = []
         for p in params[1:]:
@@ -416,15 +458,16 @@ class Spec:
                         found = None
                 annotation = found if found is not None else annotation
             if not isinstance(annotation, (Domain, Values)):
-                raise self._error(
-                    f"action {fn.__name__}: argument {p.name} must be annotated with a domain "
+                raise OwnershipError(
+                    Code.SPEC_INVALID,
+                    f"spec {self.name}: action {fn.__name__}: argument {p.name} must be annotated with a domain "
                     f"(e.g. `{p.name}: Req`)",
-                    fn.__code__.co_firstlineno,
+                    *where,
                 )
             names.append(p.name)
             doms.append(annotation)
         if fn.__name__ in self.actions:
-            raise self._error(f"action {fn.__name__} declared twice", fn.__code__.co_firstlineno)
+            raise OwnershipError(Code.SPEC_INVALID, f"spec {self.name}: action {fn.__name__} declared twice", *where)
         self.actions[fn.__name__] = Action(
             fn.__name__,
             fn,
@@ -433,6 +476,7 @@ class Spec:
             inspect.getdoc(fn) or "",
             fn.__code__.co_filename,
             fn.__code__.co_firstlineno,
+            may_be_dead,
         )
         return fn
 

@@ -46,7 +46,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
+from ownership.engines.coverage import action_records
 from ownership.engines.stateful import (
     HypothesisOptions,
     InvariantViolation,
@@ -459,7 +460,10 @@ def run_mbt(
         "params": dict(inst.param_values),
         "invariants": tuple(the_spec.invariants),
         "options": opts,
-        "action_counts": {a: log.action_counts.get(a, 0) for a in the_spec.actions},
+        # Steps taken per spec action, along the random runs (enabledness is not measured here).
+        "actions": action_records(inst, [None] * len(the_spec.actions),
+                                  [log.action_counts.get(a, 0) for a in the_spec.actions],
+                                  Measure.SAMPLED, len(log.states), log.max_depth, False),
     }
     notes = [f"{adapter_cls.__name__} ran {log.examples:,} examples in lock step with the spec ({log.steps:,} steps)"]
     if failure is None:

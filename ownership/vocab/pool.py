@@ -18,12 +18,26 @@ explorer merges the resulting states.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ownership.errors import Code, OwnershipError, caller_location
-from ownership.spec.model import Domain, SizeSpec, Spec, require
+from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
+from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
 from ownership.spec.types import Int, Optional, SetOf
+
+_VOCAB_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def spec_location() -> tuple[str | None, int | None]:
+    """File and line of the innermost caller outside this vocabulary (the spec line that called it)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if os.path.dirname(os.path.abspath(frame.f_code.co_filename)) != _VOCAB_DIR:
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None, None
 
 
 def _sym() -> Any:
@@ -181,7 +195,12 @@ class PagePool:
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
-        require(self.available(s) >= n)
+        if not self.available(s) >= n:  # exactly require()'s test: --free forks on the same condition
+            # Only on the disabled path, so the hot loop pays nothing: more pages than the
+            # pool holds can never be free at once, and the action can never run.
+            if type(n) is int and n > s.size(self.Page):  # a symbolic count (--free) must not fork here
+                self._warn_too_many(s, n)
+            raise Disabled
         taken: list[int] = []
         for i in range(n):
             options = [p for p in s.all(self.Page) if free[p] > 0 and p not in taken]
@@ -194,6 +213,18 @@ class PagePool:
             s.emit("alloc", pool=self.name, req=s.name_of(self.own.requests, r),
                    pages=[s.name_of(self.Page, p) for p in taken])
         return taken
+
+    def _warn_too_many(self, s: Any, n: int) -> None:
+        """Warn (located at the spec line that asked) that ``alloc`` of ``n`` pages can never succeed here."""
+        file, line = spec_location()
+        size = s.size(self.Page)
+        s._inst.add_warning(SpecWarning(
+            Code.ALLOC_EXCEEDS_POOL,
+            f"alloc of {n} {self.name} pages, but the pool has only {size} "
+            f"at this instance ({s._inst.describe_params() or 'no parameters'}): this allocation can never "
+            "succeed, so the action calling it never runs here; enlarge the pool or shrink the request",
+            file, line, f"{self.name}.alloc",
+        ))
 
     def write(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """``r`` writes its KV into ``pages`` (content label becomes ``r``)."""
