@@ -48,6 +48,10 @@ class Code(enum.Enum):
     INTERNAL_REPLAY = (41, "engine produced a trace that does not replay")
     ADAPTER_LOAD = (50, "adapter cannot be loaded")
     ADAPTER_INVALID = (51, "adapter does not match its spec")
+    SYMMETRY_BROKEN = (60, "spec code orders or computes with elements of a symmetric domain")
+    SYMMETRY_MISMATCH = (61, "a symmetric domain's permutations do not commute with an action or invariant")
+    BAD_VALUE = (62, "value written does not have the variable's declared type")
+    WRONG_DOMAIN = (63, "index or reference of the wrong domain")
 
     @property
     def number(self) -> int:
