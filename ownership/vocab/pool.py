@@ -234,7 +234,7 @@ class PagePool:
             if c is None:
                 s.read_unwritten[r] = True
                 violation = "no_read_of_unwritten" if s.checks("no_read_of_unwritten") else None
-            elif c != r:
+            elif ix(c) != ix(r):
                 if s.read_foreign[r] is None:
                     s.read_foreign[r] = c
                 violation = "no_foreign_read" if s.checks("no_foreign_read") else None
