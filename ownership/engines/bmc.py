@@ -25,6 +25,7 @@ import z3
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
+from ownership.engines.symcheck import precheck
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
 from ownership.spec.types import BoolType, Ref, RefSet
@@ -569,11 +570,18 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     unbounded integers.
     """
     start = time.perf_counter()
+    note = precheck(inst, options.symmetry)
     if options.minimize or options.maximize:
         sym = SymbolicSpec(inst, options.free, options.symmetry)
-        return _optimize(inst, sym, _checked(sym, options), options, start)
-    return _widening("bmc", inst, options, start,
-                     lambda sym, names, widened: _bmc_at(inst, sym, names, options, progress, start, widened))
+        return _noted(_optimize(inst, sym, _checked(sym, options), options, start), note)
+    return _noted(_widening("bmc", inst, options, start,
+                            lambda sym, names, widened: _bmc_at(inst, sym, names, options, progress, start, widened)),
+                  note)
+
+
+def _noted(result: CheckResult, note: str | None) -> CheckResult:
+    """``result`` with the symmetry check's note added."""
+    return result if note is None else dataclasses.replace(result, notes=(*result.notes, note))
 
 
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
@@ -706,8 +714,10 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     proved along with the invariants; if it fails the proof restarts wider.
     """
     start = time.perf_counter()
-    return _widening("prove", inst, options, start,
-                     lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened))
+    note = precheck(inst, options.symmetry)
+    return _noted(_widening("prove", inst, options, start,
+                            lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened)),
+                  note)
 
 
 def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: BmcOptions, progress: Any,

@@ -1,0 +1,228 @@
+"""An independent check that a spec really is symmetric in the domains it declares symmetric.
+
+Symmetry reduction (in explore, bmc and prove) is sound only if every
+permutation ``pi`` of a reduced domain commutes with the spec: the successors
+of ``pi(s)`` are the ``pi``-images of the successors of ``s`` (action by
+action, with the action's arguments permuted too) and every invariant has
+the same value on ``pi(s)`` as on ``s``.  Opaque elements
+(:mod:`ownership.spec.elements`) refuse arithmetic and ordering, but a spec
+can still depend on element order without either: taking the first free page
+of ``s.all(Page)``, or writing the int literal ``1`` into a reference.
+
+This module tests the promise directly on a sample of reachable states (a
+small breadth-first search without symmetry, deterministic) under a
+transposition and one seeded random permutation per domain.  A mismatch is
+``error[OWN061]`` naming the action or invariant, the cell that differs, and
+the fix (``ordered=True``).  It is a sampled check: it cannot prove
+symmetry, but it catches order dependencies the sample reaches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import ActionInstance, Instance, State
+from ownership.spec.model import Domain
+from ownership.spec.types import Ref, RefSet
+
+DEFAULT_SAMPLE = 120
+"""States sampled by default: enough to reach past the first allocations, cheap next to a search."""
+
+
+@dataclass(frozen=True)
+class SymmetryCheck:
+    """What the check covered: reported in a result's notes."""
+
+    states: int
+    domains: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"symmetry of {', '.join(self.domains)} checked on {self.states} states"
+
+
+def symmetric_domains(inst: Instance) -> list[str]:
+    """The symmetric domains of ``inst`` with at least two elements (the ones a reduction could merge)."""
+    return [d.name for d in inst.spec.domains.values() if d.symmetric and inst.sizes[d.name] >= 2]
+
+
+def permuter(inst: Instance, domain: str, perm: Sequence[int]) -> Callable[[State], State]:
+    """The map ``s -> pi(s)`` for the permutation ``perm`` (old index -> new index) of ``domain``."""
+    width = inst.width
+    pos_map = list(range(width))
+    value_maps: list[Callable[[Any], Any] | None] = [None] * width
+    n = inst.sizes[domain]
+    masks = [sum(1 << perm[i] for i in range(n) if m >> i & 1) for m in range(1 << n)] if n <= 12 else None
+
+    def ref_map(v: Any) -> Any:
+        return v if v is None else perm[v]
+
+    def set_map(v: Any) -> Any:
+        if masks is not None:
+            return masks[v]
+        return sum(1 << perm[i] for i in range(n) if v >> i & 1)
+
+    for var in inst.spec.vars.values():
+        lay = inst.layouts[var.name]
+        axes = [d.name for d in var.index]
+        keys = list(itertools.product(*[range(k) for k in lay.shape])) if lay.shape else [()]
+        strides = []
+        acc = 1
+        for k in reversed(lay.shape):
+            strides.append(acc)
+            acc *= k
+        strides.reverse()
+        vmap: Callable[[Any], Any] | None = None
+        if var.type.refers_to() == domain:
+            vmap = set_map if isinstance(var.type, RefSet) else ref_map if isinstance(var.type, Ref) else None
+        for k, key in enumerate(keys):
+            new = sum((perm[x] if axes[a] == domain else x) * strides[a] for a, x in enumerate(key))
+            pos_map[lay.offset + k] = lay.offset + new
+            value_maps[lay.offset + k] = vmap
+
+    def apply(st: State) -> State:
+        out: list[Any] = [None] * width
+        for k, v in enumerate(st):
+            f = value_maps[k]
+            out[pos_map[k]] = v if f is None else f(v)
+        return tuple(out)
+
+    return apply
+
+
+def _permuted_instances(inst: Instance, domain: str, perm: Sequence[int]) -> list[ActionInstance]:
+    """``pi(ai)`` for every action instance: arguments of ``domain`` mapped through ``perm``."""
+    by_key = {(ai.action.name, ai.args): ai for ai in inst.action_instances}
+    out = []
+    for ai in inst.action_instances:
+        args = tuple(
+            perm[a] if isinstance(d, Domain) and d.name == domain else a
+            for d, a in zip(ai.action.arg_domains, ai.args, strict=True)
+        )
+        out.append(by_key[(ai.action.name, args)])
+    return out
+
+
+def _sample(inst: Instance, limit: int) -> list[State]:
+    """Up to ``limit`` reachable states, breadth-first without symmetry (deterministic)."""
+    seen = {inst.init_state}
+    order = [inst.init_state]
+    k = 0
+    while k < len(order) and len(order) < limit:
+        st = order[k]
+        k += 1
+        for _ai, sc in inst.expand(st):
+            if sc.state not in seen:
+                seen.add(sc.state)
+                order.append(sc.state)
+                if len(order) >= limit:
+                    break
+    return order
+
+
+def _fix(domain: str) -> str:
+    return (f"if the protocol really depends on which element of {domain} it is, declare the domain ordered "
+            f"(`spec.domain(..., ordered=True)` / `own.pool(..., ordered=True)`), which turns symmetry reduction off for it")
+
+
+def _closest_cell(inst: Instance, want: State, got: Sequence[State]) -> str:
+    """The first cell in which ``want`` differs from the nearest state of ``got``."""
+    if not got:
+        return ""
+    best = min(got, key=lambda g: sum(1 for a, b in zip(want, g, strict=True) if a != b))
+    diff = inst.diff(best, want)
+    return diff[0][0] if diff else ""
+
+
+def check_symmetry(
+    inst: Instance,
+    domains: Sequence[str] | None = None,
+    *,
+    sample: int = DEFAULT_SAMPLE,
+    seed: int = 0,
+    invariants: Sequence[str] | None = None,
+) -> SymmetryCheck:
+    """Raise ``OwnershipError(OWN061)`` if a permutation of a symmetric domain does not commute with the spec.
+
+    ``domains`` defaults to every symmetric domain with two or more
+    elements; ``invariants`` to every invariant.  Returns what was checked.
+    """
+    doms = list(symmetric_domains(inst) if domains is None else domains)
+    inv_names = list(invariants) if invariants is not None else [i.name for i in inst.invariants]
+    rng = random.Random(seed)
+    was_recording = inst.view.recording
+    inst.set_recording(False)
+    try:
+        # The sample runs spec code concretely, so it also surfaces OWN060 (arithmetic
+        # or ordering on elements) for engines that never run the spec concretely.
+        states = _sample(inst, sample)
+        for dom in doms:
+            n = inst.sizes[dom]
+            transposition = [1, 0, *range(2, n)]
+            shuffled = list(range(n))
+            rng.shuffle(shuffled)
+            perms = [transposition] if shuffled in (transposition, list(range(n))) else [transposition, shuffled]
+            for perm in perms:
+                _check_perm(inst, dom, perm, states, inv_names)
+    finally:
+        inst.set_recording(was_recording)
+    return SymmetryCheck(len(states), tuple(doms))
+
+
+def _check_perm(inst: Instance, dom: str, perm: list[int], states: list[State], inv_names: list[str]) -> None:
+    pi = permuter(inst, dom, perm)
+    mapped = _permuted_instances(inst, dom, perm)
+    shown = "(" + " ".join(f"{inst.names[dom][i]}->{inst.names[dom][perm[i]]}" for i in range(len(perm)) if perm[i] != i) + ")"
+    for st in states:
+        pst = pi(st)
+        where = f"in a reachable state and its image under the permutation {shown} of {dom}"
+        for name in inv_names:
+            if inst.holds(st, name) != inst.holds(pst, name):
+                inv = inst.spec.invariants[name]
+                raise OwnershipError(
+                    Code.SYMMETRY_MISMATCH,
+                    f"invariant {name} depends on which element of symmetric domain {dom} is which: it has "
+                    f"different values {where}; {_fix(dom)}",
+                    inv.file,
+                    inv.line,
+                )
+        for ai in inst.action_instances:
+            want = Counter(pi(sc.state) for sc in inst.successors_of(st, ai))
+            other = mapped[ai.index]
+            got = Counter(sc.state for sc in inst.successors_of(pst, other))
+            if want == got:
+                continue
+            missing = list((want - got).elements())
+            extra = list((got - want).elements())
+            if missing:
+                cell = _closest_cell(inst, missing[0], list(got))
+                what = (f"{other.label} is disabled in the image" if not got else
+                        f"{other.label} in the image does not reach the image of an outcome of {ai.label}")
+            else:
+                cell = _closest_cell(inst, extra[0], list(want))
+                what = f"{other.label} in the image has an outcome that is no image of an outcome of {ai.label}"
+            detail = f" (cell {cell} differs)" if cell else ""
+            raise OwnershipError(
+                Code.SYMMETRY_MISMATCH,
+                f"action {ai.action.name} depends on which element of symmetric domain {dom} is which: {where}, "
+                f"{what}{detail}; it may pick elements by their order (the first free one of s.all({dom})) or name "
+                f"one by an int; {_fix(dom)}",
+                ai.action.file,
+                ai.action.line,
+            )
+
+
+def precheck(inst: Instance, reduce: bool) -> str | None:
+    """Before a symbolic engine: run the spec concretely on a sample, and check symmetry if it is reduced.
+
+    The Z3 view does not wrap elements, so without this a spec that explore
+    refuses (OWN060/OWN061) could get BOUNDED_OK or PROVED from bmc/prove.
+    Returns the note to report, or ``None`` when no symmetric domain is reduced.
+    """
+    checked = check_symmetry(inst, None if reduce else [])
+    return checked.describe() if checked.domains else None
