@@ -42,6 +42,7 @@ from ownership.engines.symbolic import (
     SymField,
     parameter_constraints,
 )
+from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance
@@ -223,6 +224,8 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
     for name in options.free:
         if name not in spec.params:
             raise OwnershipError(Code.UNKNOWN_PARAM, f"--free {name}: spec {spec.name} has no such parameter", spec.file, spec.line)
+    # The symbolic-parameter view does not wrap elements: check the spec concretely first (OWN060/OWN061).
+    checked = precheck(inst, options.symmetry)
     terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in options.free}
     base = parameter_constraints(inst, terms, options.where)
     solver = _Solver(base)
@@ -233,7 +236,7 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
         result, region = _explore_case(inst, options, terms, base, progress, start)
         if region is not None:
             result = dataclasses.replace(result, notes=(*result.notes, explain_region(inst, options, region)))
-        return result
+        return result if checked is None else dataclasses.replace(result, notes=(*result.notes, checked))
     outcomes: list[tuple[CheckResult, z3.BoolRef | None, str]] = []
     for sizes, cond, witness in cases:
         case_inst = Instance(spec, {**inst.param_values, **witness})
