@@ -20,6 +20,7 @@ from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import Element, ix
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec
+from ownership.spec.types import SetOf
 
 TRUST = Path(__file__).parent / "trust"
 SPECS = Path(__file__).parent.parent / "specs"
@@ -172,7 +173,7 @@ def test_ill_typed_writes_and_indexing_are_refused(case: int) -> None:
 def test_too_large_mask_and_element_into_int_are_refused() -> None:
     spec = Spec("masks")
     Req = spec.domain("Req", 2, symmetric=True)
-    spec.var("set", SetOf_(Req), init=0)
+    spec.var("set", SetOf(Req), init=0)
     spec.var("count", int, init=0)
 
     @spec.action
@@ -193,18 +194,11 @@ def test_too_large_mask_and_element_into_int_are_refused() -> None:
     assert exc.value.code is Code.BAD_VALUE and "Optional(Req)" in exc.value.message
 
 
-def SetOf_(d):  # type: ignore[no-untyped-def]  # noqa: N802
-    from ownership.spec.types import SetOf
-
-    return SetOf(d)
-
-
 def test_elements_support_only_what_permutations_preserve() -> None:
     spec = Spec("elems")
     Req = spec.domain("Req", 3, symmetric=True, names="ABC")
-    Page = spec.domain("Page", 2, symmetric=True)
+    spec.domain("Page", 2, symmetric=True)
     spec.var("x", bool, per=Req, init=False)
-    spec.action(lambda s, r: None) if False else None
     spec.invariant(lambda s: True, name="ok")
 
     @spec.action
@@ -221,7 +215,7 @@ def test_elements_support_only_what_permutations_preserve() -> None:
     assert inst.view.all(Req) == (a, b, c)
     assert isinstance(inst.action_instances[1].call[0], Element)
     for bad in (lambda: a + 1, lambda: 1 + a, lambda: a < b, lambda: sorted([b, a]), lambda: int(a),
-                lambda: bool(a), lambda: 1 << a, lambda: a & 1, lambda: "%d" % a, lambda: f"{a:03}",
+                lambda: bool(a), lambda: 1 << a, lambda: a & 1, lambda: "%d" % a,  # noqa: UP031 lambda: f"{a:03}",
                 lambda: a == 1, lambda: min(a, b), lambda: [0, 1, 2][a], lambda: range(a)):
         with pytest.raises(OwnershipError) as exc:
             bad()

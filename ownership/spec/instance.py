@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.elements import Element, ix, spec_frame_location, symmetry_error, type_error
+from ownership.spec.elements import Element, ix, spec_frame_location, type_error
 from ownership.spec.model import Action, Disabled, Domain, Params, Spec, Values
 from ownership.spec.types import BoolType, Enum, IntType, Ref, RefSet
 
@@ -245,7 +245,7 @@ def _describe_type(vtype: Any) -> str:
     return "bool" if isinstance(vtype, BoolType) else "int" if isinstance(vtype, IntType) else repr(vtype)
 
 
-def value_checker(var: Any, sizes: Mapping[str, int], symmetric: frozenset[str]) -> Callable[[Any], Any]:
+def value_checker(var: Any, sizes: Mapping[str, int]) -> Callable[[Any], Any]:
     """The write check of ``var``: returns the value to store (an element's index) or raises OWN062.
 
     Built once per variable so the hot path is one call and a class test.
@@ -391,10 +391,9 @@ class View(ViewBase):
         object.__setattr__(self, "_reads", [])
         cur = self.cur
         reads = self._reads
-        symmetric = frozenset(instance.elements)
         for lay in instance.layouts.values():
             var = instance.spec.vars[lay.name]
-            put = value_checker(var, instance.sizes, symmetric)
+            put = value_checker(var, instance.sizes)
             ref = var.type.refers_to() if isinstance(var.type, Ref) else None
             elems = instance.elements.get(ref) if ref is not None else None
             doms = tuple(d.name for d in var.index)
