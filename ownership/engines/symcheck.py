@@ -31,7 +31,7 @@ from ownership.spec.instance import ActionInstance, Instance, State
 from ownership.spec.model import Domain
 from ownership.spec.types import Ref, RefSet
 
-DEFAULT_SAMPLE = 120
+DEFAULT_SAMPLE = 80
 """States sampled by default: enough to reach past the first allocations, cheap next to a search."""
 
 
@@ -163,60 +163,63 @@ def check_symmetry(
         # The sample runs spec code concretely, so it also surfaces OWN060 (arithmetic
         # or ordering on elements) for engines that never run the spec concretely.
         states = _sample(inst, sample)
+        checks = []
         for dom in doms:
             n = inst.sizes[dom]
             transposition = [1, 0, *range(2, n)]
             shuffled = list(range(n))
             rng.shuffle(shuffled)
-            perms = [transposition] if shuffled in (transposition, list(range(n))) else [transposition, shuffled]
-            for perm in perms:
-                _check_perm(inst, dom, perm, states, inv_names)
+            for perm in [transposition] if shuffled in (transposition, list(range(n))) else [transposition, shuffled]:
+                checks.append((dom, perm, permuter(inst, dom, perm), _permuted_instances(inst, dom, perm)))
+        for st in states:
+            # The outcomes of every action in st, computed once for every permutation.
+            base = [[sc.state for sc in inst.successors_of(st, ai)] for ai in inst.action_instances]
+            for dom, perm, pi, mapped in checks:
+                _check_perm(inst, dom, perm, pi, mapped, st, base, inv_names)
     finally:
         inst.set_recording(was_recording)
     return SymmetryCheck(len(states), tuple(doms))
 
 
-def _check_perm(inst: Instance, dom: str, perm: list[int], states: list[State], inv_names: list[str]) -> None:
-    pi = permuter(inst, dom, perm)
-    mapped = _permuted_instances(inst, dom, perm)
+def _check_perm(inst: Instance, dom: str, perm: list[int], pi: Callable[[State], State], mapped: list[ActionInstance],
+                st: State, base: list[list[State]], inv_names: list[str]) -> None:
     shown = "(" + " ".join(f"{inst.names[dom][i]}->{inst.names[dom][perm[i]]}" for i in range(len(perm)) if perm[i] != i) + ")"
-    for st in states:
-        pst = pi(st)
-        where = f"in a reachable state and its image under the permutation {shown} of {dom}"
-        for name in inv_names:
-            if inst.holds(st, name) != inst.holds(pst, name):
-                inv = inst.spec.invariants[name]
-                raise OwnershipError(
-                    Code.SYMMETRY_MISMATCH,
-                    f"invariant {name} depends on which element of symmetric domain {dom} is which: it has "
-                    f"different values {where}; {_fix(dom)}",
-                    inv.file,
-                    inv.line,
-                )
-        for ai in inst.action_instances:
-            want = Counter(pi(sc.state) for sc in inst.successors_of(st, ai))
-            other = mapped[ai.index]
-            got = Counter(sc.state for sc in inst.successors_of(pst, other))
-            if want == got:
-                continue
-            missing = list((want - got).elements())
-            extra = list((got - want).elements())
-            if missing:
-                cell = _closest_cell(inst, missing[0], list(got))
-                what = (f"{other.label} is disabled in the image" if not got else
-                        f"{other.label} in the image does not reach the image of an outcome of {ai.label}")
-            else:
-                cell = _closest_cell(inst, extra[0], list(want))
-                what = f"{other.label} in the image has an outcome that is no image of an outcome of {ai.label}"
-            detail = f" (cell {cell} differs)" if cell else ""
+    pst = pi(st)
+    where = f"in a reachable state and its image under the permutation {shown} of {dom}"
+    for name in inv_names:
+        if inst.holds(st, name) != inst.holds(pst, name):
+            inv = inst.spec.invariants[name]
             raise OwnershipError(
                 Code.SYMMETRY_MISMATCH,
-                f"action {ai.action.name} depends on which element of symmetric domain {dom} is which: {where}, "
-                f"{what}{detail}; it may pick elements by their order (the first free one of s.all({dom})) or name "
-                f"one by an int; {_fix(dom)}",
-                ai.action.file,
-                ai.action.line,
+                f"invariant {name} depends on which element of symmetric domain {dom} is which: it has "
+                f"different values {where}; {_fix(dom)}",
+                inv.file,
+                inv.line,
             )
+    for ai in inst.action_instances:
+        want = Counter(pi(t) for t in base[ai.index])
+        other = mapped[ai.index]
+        got = Counter(sc.state for sc in inst.successors_of(pst, other))
+        if want == got:
+            continue
+        missing = list((want - got).elements())
+        extra = list((got - want).elements())
+        if missing:
+            cell = _closest_cell(inst, missing[0], list(got))
+            what = (f"{other.label} is disabled in the image" if not got else
+                    f"{other.label} in the image does not reach the image of an outcome of {ai.label}")
+        else:
+            cell = _closest_cell(inst, extra[0], list(want))
+            what = f"{other.label} in the image has an outcome that is no image of an outcome of {ai.label}"
+        detail = f" (cell {cell} differs)" if cell else ""
+        raise OwnershipError(
+            Code.SYMMETRY_MISMATCH,
+            f"action {ai.action.name} depends on which element of symmetric domain {dom} is which: {where}, "
+            f"{what}{detail}; it may pick elements by their order (the first free one of s.all({dom})) or name "
+            f"one by an int; {_fix(dom)}",
+            ai.action.file,
+            ai.action.line,
+        )
 
 
 def precheck(inst: Instance, reduce: bool) -> str | None:
