@@ -34,6 +34,12 @@ from ownership.spec.types import Ref, RefSet
 DEFAULT_SAMPLE = 80
 """States sampled by default: enough to reach past the first allocations, cheap next to a search."""
 
+MAX_OUTCOMES = 400
+"""Runs of one action in one state beyond which that (state, action) pair is skipped (wide ``s.choose``)."""
+
+BUDGET = 60_000
+"""Action runs in all, after which the check stops and reports how many states it covered."""
+
 
 @dataclass(frozen=True)
 class SymmetryCheck:
@@ -41,9 +47,13 @@ class SymmetryCheck:
 
     states: int
     domains: tuple[str, ...]
+    skipped: int = 0
 
     def describe(self) -> str:
-        return f"symmetry of {', '.join(self.domains)} checked on {self.states} states"
+        text = f"symmetry of {', '.join(self.domains)} checked on {self.states} states"
+        if self.skipped:
+            text += f" ({self.skipped} action outcomes with more than {MAX_OUTCOMES} choices left out)"
+        return text
 
 
 def symmetric_domains(inst: Instance) -> list[str]:
@@ -109,7 +119,19 @@ def _permuted_instances(inst: Instance, domain: str, perm: Sequence[int]) -> lis
 
 
 def _sample(inst: Instance, limit: int) -> list[State]:
-    """Up to ``limit`` reachable states, breadth-first without symmetry (deterministic)."""
+    """Up to ``limit`` reachable states, breadth-first without state merging (deterministic).
+
+    Choices among identical elements are reduced while sampling (it keeps wide
+    allocations cheap and every state found is still reachable).
+    """
+    inst.set_choice_reduction(symmetric_domains(inst))
+    try:
+        return _bfs(inst, limit)
+    finally:
+        inst.set_choice_reduction(())
+
+
+def _bfs(inst: Instance, limit: int) -> list[State]:
     seen = {inst.init_state}
     order = [inst.init_state]
     k = 0
@@ -171,18 +193,30 @@ def check_symmetry(
             rng.shuffle(shuffled)
             for perm in [transposition] if shuffled in (transposition, list(range(n))) else [transposition, shuffled]:
                 checks.append((dom, perm, permuter(inst, dom, perm), _permuted_instances(inst, dom, perm)))
+        covered = 0
+        skipped = 0
+        work = 0
         for st in states:
+            if work > BUDGET:
+                break
+            covered += 1
             # The outcomes of every action in st, computed once for every permutation.
-            base = [[sc.state for sc in inst.successors_of(st, ai)] for ai in inst.action_instances]
+            base: list[list[State] | None] = []
+            for ai in inst.action_instances:
+                got = inst.successors_capped(st, ai, MAX_OUTCOMES) if checks else []
+                base.append(None if got is None else [sc.state for sc in got])
+                work += MAX_OUTCOMES if got is None else max(1, len(got))
+                skipped += got is None
             for dom, perm, pi, mapped in checks:
-                _check_perm(inst, dom, perm, pi, mapped, st, base, inv_names)
+                work += _check_perm(inst, dom, perm, pi, mapped, st, base, inv_names)
     finally:
         inst.set_recording(was_recording)
-    return SymmetryCheck(len(states), tuple(doms))
+    return SymmetryCheck(covered, tuple(doms), skipped)
 
 
 def _check_perm(inst: Instance, dom: str, perm: list[int], pi: Callable[[State], State], mapped: list[ActionInstance],
-                st: State, base: list[list[State]], inv_names: list[str]) -> None:
+                st: State, base: list[list[State] | None], inv_names: list[str]) -> int:
+    """Check one permutation on one state; returns the number of action runs it took."""
     shown = "(" + " ".join(f"{inst.names[dom][i]}->{inst.names[dom][perm[i]]}" for i in range(len(perm)) if perm[i] != i) + ")"
     pst = pi(st)
     where = f"in a reachable state and its image under the permutation {shown} of {dom}"
@@ -196,14 +230,28 @@ def _check_perm(inst: Instance, dom: str, perm: list[int], pi: Callable[[State],
                 inv.file,
                 inv.line,
             )
+    work = 0
     for ai in inst.action_instances:
-        want = Counter(pi(t) for t in base[ai.index])
+        outcomes = base[ai.index]
+        if outcomes is None:
+            continue
+        want = Counter(pi(t) for t in outcomes)
         other = mapped[ai.index]
-        got = Counter(sc.state for sc in inst.successors_of(pst, other))
+        image = inst.successors_capped(pst, other, MAX_OUTCOMES + 1 + len(outcomes))
+        work += len(outcomes) + 1
+        got = Counter(sc.state for sc in image) if image is not None else Counter()
         if want == got:
             continue
         missing = list((want - got).elements())
         extra = list((got - want).elements())
+        if image is None:
+            raise OwnershipError(
+                Code.SYMMETRY_MISMATCH,
+                f"action {ai.action.name} depends on which element of symmetric domain {dom} is which: {where}, "
+                f"{other.label} in the image has many more choices than {ai.label}; {_fix(dom)}",
+                ai.action.file,
+                ai.action.line,
+            )
         if missing:
             cell = _closest_cell(inst, missing[0], list(got))
             what = (f"{other.label} is disabled in the image" if not got else
@@ -220,6 +268,7 @@ def _check_perm(inst: Instance, dom: str, perm: list[int], pi: Callable[[State],
             ai.action.file,
             ai.action.line,
         )
+    return work
 
 
 def precheck(inst: Instance, reduce: bool) -> str | None:

@@ -209,6 +209,10 @@ class FieldNRef(FieldN):
         return v if v is None else self.elems[v]
 
 
+class _TooMany(Exception):  # noqa: N818 - a control-flow signal
+    """Raised inside :meth:`Instance.successors_capped` when the choices are too wide."""
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -703,7 +707,18 @@ class Instance:
             out.extend((ai, sc) for sc in found)
         return out
 
-    def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None) -> None:
+    def successors_capped(self, state: State, ai: ActionInstance, limit: int) -> list[Successor] | None:
+        """:meth:`successors_of`, or ``None`` once more than ``limit`` runs would be needed (wide choices)."""
+        out: list[Successor] = []
+        try:
+            self._run(state, ai, out, None, limit)
+        except _TooMany:
+            self.view._prefix.clear()
+            return None
+        return out
+
+    def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None,
+             limit: int | None = None) -> None:
         view = self.view
         cur = view.cur
         fn = ai.action.fn
@@ -714,7 +729,11 @@ class Instance:
         chosen = view._chosen
         if pending is None:
             pending = [()]
+        runs = 0
         while pending:
+            runs += 1
+            if limit is not None and runs > limit:
+                raise _TooMany
             prefix = pending.pop()
             cur[:] = state
             view.events.clear()
