@@ -77,6 +77,7 @@ spec.param("max_refs", 2, "most references one block takes (requests sharing it)
 Block = spec.domain(
     "Block",
     lambda p: p.num_gpu_blocks - 1,
+    ordered=True,  # the free queue is ordered by position, ties by block ID
     names=lambda i: f"B{i + 1}",
     doc="usable KV cache blocks (KVCacheBlock), block_id = index + 1",
 )

@@ -26,6 +26,7 @@ from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
 from ownership.engines.coverage import search_coverage, with_coverage
+from ownership.engines.symcheck import precheck
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
 from ownership.spec.types import BoolType, Ref, RefSet
@@ -585,11 +586,18 @@ def _coverage_note(result: CheckResult, options: BmcOptions) -> CheckResult:
 def _bmc(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
     """:func:`bmc` without the action counts (``prove`` runs it to find a shortest trace)."""
     start = time.perf_counter()
+    note = precheck(inst, options.symmetry)
     if options.minimize or options.maximize:
         sym = SymbolicSpec(inst, options.free, options.symmetry)
-        return _optimize(inst, sym, _checked(sym, options), options, start)
-    return _widening("bmc", inst, options, start,
-                     lambda sym, names, widened: _bmc_at(inst, sym, names, options, progress, start, widened))
+        return _noted(_optimize(inst, sym, _checked(sym, options), options, start), note)
+    return _noted(_widening("bmc", inst, options, start,
+                            lambda sym, names, widened: _bmc_at(inst, sym, names, options, progress, start, widened)),
+                  note)
+
+
+def _noted(result: CheckResult, note: str | None) -> CheckResult:
+    """``result`` with the symmetry check's note added."""
+    return result if note is None else dataclasses.replace(result, notes=(*result.notes, note))
 
 
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
@@ -722,8 +730,10 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     proved along with the invariants; if it fails the proof restarts wider.
     """
     start = time.perf_counter()
-    result = _widening("prove", inst, options, start,
-                       lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened))
+    note = precheck(inst, options.symmetry)
+    result = _noted(_widening("prove", inst, options, start,
+                              lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened)),
+                    note)
     actions = result.actions
     if not actions:
         # Proved by induction or Spacer (or refuted): no states were enumerated, so a small

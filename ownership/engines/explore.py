@@ -19,6 +19,7 @@ from typing import Any
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import ActionTally, with_coverage
+from ownership.engines.symcheck import check_symmetry
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
@@ -54,17 +55,22 @@ ProgressFn = Callable[[Progress], None]
 def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
     """Check every invariant of ``inst`` on every reachable state, breadth-first."""
     plan = plan_symmetry(inst)
+    sym_note = None
+    if options.symmetry and (plan.permuted or plan.sorted):
+        # The reduction is sound only if the spec really is symmetric: test that on a sample first.
+        sym_note = check_symmetry(inst, (*plan.permuted, *plan.sorted), invariants=options.invariants).describe()
     # Choices among identical pages are merged only while pages are reduced by symmetry.
     inst.set_choice_reduction(plan.sorted if options.symmetry else ())
     inst.set_recording(False)  # events are rebuilt when the trace is replayed
     try:
-        return _explore(inst, options, progress, plan)
+        return _explore(inst, options, progress, plan, sym_note)
     finally:
         inst.set_choice_reduction(())
         inst.set_recording(True)
 
 
-def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | None, plan: SymmetryPlan) -> CheckResult:
+def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | None, plan: SymmetryPlan,
+             sym_note: str | None = None) -> CheckResult:
     spec = inst.spec
     if options.invariants is not None:
         unknown = [n for n in options.invariants if n not in spec.invariants]
@@ -80,6 +86,8 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
     opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
     notes = [plan.describe() if options.symmetry else "symmetry reduction off"]
+    if sym_note is not None:
+        notes.append(sym_note)
     opts["symmetry"] = bool(options.symmetry and (plan.permuted or plan.sorted))
 
     view = inst.view

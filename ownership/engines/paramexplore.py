@@ -43,6 +43,7 @@ from ownership.engines.symbolic import (
     SymField,
     parameter_constraints,
 )
+from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance
@@ -224,6 +225,8 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
     for name in options.free:
         if name not in spec.params:
             raise OwnershipError(Code.UNKNOWN_PARAM, f"--free {name}: spec {spec.name} has no such parameter", spec.file, spec.line)
+    # The symbolic-parameter view does not wrap elements: check the spec concretely first (OWN060/OWN061).
+    checked = precheck(inst, options.symmetry)
     terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in options.free}
     base = parameter_constraints(inst, terms, options.where)
     solver = _Solver(base)
@@ -234,6 +237,8 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
         result, region = _explore_case(inst, options, terms, base, progress, start)
         if region is not None:
             result = dataclasses.replace(result, notes=(*result.notes, explain_region(inst, options, region)))
+        if checked is not None:
+            result = dataclasses.replace(result, notes=(*result.notes, checked))
         return with_coverage(result, inst, result.actions)
     outcomes: list[tuple[CheckResult, z3.BoolRef | None, str]] = []
     for sizes, cond, witness in cases:
@@ -242,6 +247,8 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
         result, region = _explore_case(case_inst, options, terms, [*base, cond], progress, start)
         outcomes.append((result, None if region is None else z3.And(cond, region), label))
     combined = _combine(inst, options, outcomes, start)
+    if checked is not None:
+        combined = dataclasses.replace(combined, notes=(*combined.notes, checked))
     return with_coverage(combined, inst, _sum_actions([r.actions for r, _, _ in outcomes]))
 
 

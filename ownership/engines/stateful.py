@@ -45,6 +45,7 @@ from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.errors import Code, OwnershipError
+from ownership.spec.elements import Element
 from ownership.spec.instance import ActionInstance, Instance, State, Successor
 
 PICKS = "picks"
@@ -193,9 +194,12 @@ class SpecMachine(RuleBasedStateMachine):
     def sampled(self, options: tuple[Any, ...]) -> st.SearchStrategy[Any]:
         """``st.sampled_from(options)``, built once per distinct tuple (building one is not free)."""
         cache = self._strategies
-        strategy = cache.get(options)
+        # Keyed by plain values: elements of one domain share a hash, and comparing an
+        # element with an int is refused (OWN060).
+        key = tuple((o._domain, o._i) if isinstance(o, Element) else o for o in options)
+        strategy = cache.get(key)
         if strategy is None:
-            strategy = cache[options] = st.sampled_from(options)
+            strategy = cache[key] = st.sampled_from(options)
         return strategy
 
     def arg_value(self, ai: ActionInstance, k: int) -> Any:

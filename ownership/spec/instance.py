@@ -17,7 +17,9 @@ from operator import itemgetter
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, location_in
+from ownership.spec.elements import Element, ix, spec_frame_location, type_error
 from ownership.spec.model import Action, Disabled, Domain, Params, Spec, Values
+from ownership.spec.types import BoolType, Enum, IntType, Ref, RefSet
 
 State = tuple[Any, ...]
 """A concrete state: one flat tuple, variables laid out in declaration order."""
@@ -84,27 +86,46 @@ class Field1:
 
     Every read position is logged in ``reads``: the explorer uses the log to
     skip re-running an action whose guard failed on the same cell values.
+    An index is an int or an :class:`Element` of the variable's domain; every
+    write goes through ``put``, the variable's type check (see :func:`value_checker`).
     """
 
-    __slots__ = ("cur", "off", "n", "reads")
+    __slots__ = ("cur", "off", "n", "reads", "dom", "var", "put")
 
-    def __init__(self, cur: list[Any], off: int, n: int, reads: list[int]) -> None:
+    def __init__(self, cur: list[Any], off: int, n: int, reads: list[int], dom: str = "", var: str = "",
+                 put: Callable[[Any], Any] | None = None) -> None:
         self.cur = cur
         self.off = off
         self.n = n
         self.reads = reads
+        self.dom = dom
+        self.var = var
+        self.put = put or _identity
 
-    def __getitem__(self, i: int) -> Any:
-        if not 0 <= i < self.n:
-            raise IndexError(f"index {i} out of range 0..{self.n - 1}")
-        pos = self.off + i
+    def _key(self, i: Any) -> int:
+        return _index_of(self.var, self.dom, self.n, i)
+
+    def __getitem__(self, i: Any) -> Any:
+        if i.__class__ is int:
+            if not 0 <= i < self.n:
+                raise IndexError(f"index {i} out of range 0..{self.n - 1}")
+            pos = self.off + i
+        elif i.__class__ is Element and i._domain == self.dom:
+            pos = self.off + i._i
+        else:
+            pos = self.off + self._key(i)
         self.reads.append(pos)
         return self.cur[pos]
 
-    def __setitem__(self, i: int, value: Any) -> None:
-        if not 0 <= i < self.n:
-            raise IndexError(f"index {i} out of range 0..{self.n - 1}")
-        self.cur[self.off + i] = value
+    def __setitem__(self, i: Any, value: Any) -> None:
+        if i.__class__ is int:
+            if not 0 <= i < self.n:
+                raise IndexError(f"index {i} out of range 0..{self.n - 1}")
+            self.cur[self.off + i] = self.put(value)
+        elif i.__class__ is Element and i._domain == self.dom:
+            self.cur[self.off + i._i] = self.put(value)
+        else:
+            self.cur[self.off + self._key(i)] = self.put(value)
 
     def __iter__(self) -> Iterator[Any]:
         self.reads.extend(range(self.off, self.off + self.n))
@@ -114,35 +135,191 @@ class Field1:
         return self.n
 
 
+class Field1Ref(Field1):
+    """A :class:`Field1` whose cells name elements of a symmetric domain: reads give :class:`Element` objects."""
+
+    __slots__ = ("elems",)
+
+    def __init__(self, cur: list[Any], off: int, n: int, reads: list[int], dom: str, var: str,
+                 put: Callable[[Any], Any], elems: Sequence[Element]) -> None:
+        super().__init__(cur, off, n, reads, dom, var, put)
+        self.elems = elems
+
+    def __getitem__(self, i: Any) -> Any:
+        v = Field1.__getitem__(self, i)
+        return v if v is None else self.elems[v]
+
+    def __iter__(self) -> Iterator[Any]:
+        elems = self.elems
+        return iter([v if v is None else elems[v] for v in Field1.__iter__(self)])
+
+
 class FieldN:
     """``s.var[i, j]`` for a variable indexed by several domains."""
 
-    __slots__ = ("cur", "off", "shape", "strides", "reads")
+    __slots__ = ("cur", "off", "shape", "strides", "reads", "doms", "var", "put")
 
-    def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int]) -> None:
+    def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int],
+                 doms: tuple[str, ...] = (), var: str = "", put: Callable[[Any], Any] | None = None) -> None:
         self.cur = cur
         self.off = off
         self.shape = shape
         self.reads = reads
         self.strides = strides(shape)
+        self.doms = doms or ("",) * len(shape)
+        self.var = var
+        self.put = put or _identity
 
-    def _pos(self, key: tuple[int, ...]) -> int:
+    def _pos(self, key: tuple[Any, ...]) -> int:
         if not isinstance(key, tuple) or len(key) != len(self.shape):
             raise IndexError(f"index with {len(self.shape)} elements, e.g. s.var[a, b]")
         pos = self.off
-        for k, n, st in zip(key, self.shape, self.strides, strict=True):
-            if not 0 <= k < n:
-                raise IndexError(f"index {k} out of range 0..{n - 1}")
-            pos += k * st
+        for k, n, st, dom in zip(key, self.shape, self.strides, self.doms, strict=True):
+            if k.__class__ is int:
+                if not 0 <= k < n:
+                    raise IndexError(f"index {k} out of range 0..{n - 1}")
+                pos += k * st
+            elif k.__class__ is Element and k._domain == dom:
+                pos += k._i * st
+            else:
+                pos += _index_of(self.var, dom, n, k) * st
         return pos
 
-    def __getitem__(self, key: tuple[int, ...]) -> Any:
+    def __getitem__(self, key: tuple[Any, ...]) -> Any:
         pos = self._pos(key)
         self.reads.append(pos)
         return self.cur[pos]
 
-    def __setitem__(self, key: tuple[int, ...], value: Any) -> None:
-        self.cur[self._pos(key)] = value
+    def __setitem__(self, key: tuple[Any, ...], value: Any) -> None:
+        self.cur[self._pos(key)] = self.put(value)
+
+
+class FieldNRef(FieldN):
+    """A :class:`FieldN` whose cells name elements of a symmetric domain."""
+
+    __slots__ = ("elems",)
+
+    def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int], doms: tuple[str, ...],
+                 var: str, put: Callable[[Any], Any], elems: Sequence[Element]) -> None:
+        super().__init__(cur, off, shape, reads, doms, var, put)
+        self.elems = elems
+
+    def __getitem__(self, key: tuple[Any, ...]) -> Any:
+        v = FieldN.__getitem__(self, key)
+        return v if v is None else self.elems[v]
+
+
+class _TooMany(Exception):  # noqa: N818 - a control-flow signal
+    """Raised inside :meth:`Instance.successors_capped` when the choices are too wide."""
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """An event field with elements replaced by their indices."""
+    if value.__class__ is Element:
+        return value._i
+    if isinstance(value, (list, tuple)) and any(v.__class__ is Element for v in value):
+        return type(value)(ix(v) for v in value)
+    return value
+
+
+def _index_of(var: str, dom: str, n: int, key: Any) -> int:
+    """The slow path of indexing: an element of another domain, a bool, or not an index at all."""
+    if key.__class__ is Element:
+        raise type_error(
+            f"indexes {var} (declared per {dom}) with {key._name}, an element of {key._domain}"
+        )
+    if isinstance(key, int) and not isinstance(key, bool):
+        if not 0 <= key < n:
+            raise IndexError(f"index {key} out of range 0..{n - 1}")
+        return int(key)
+    raise type_error(f"indexes {var} (declared per {dom}) with {key!r}, which is not an element of {dom}")
+
+
+def _describe_type(vtype: Any) -> str:
+    if isinstance(vtype, Enum):
+        return f"Enum {vtype.name} ({', '.join(vtype.members)})"
+    if isinstance(vtype, Ref):
+        return f"Optional({vtype.domain})" if vtype.optional else vtype.domain
+    if isinstance(vtype, RefSet):
+        return f"SetOf({vtype.domain})"
+    return "bool" if isinstance(vtype, BoolType) else "int" if isinstance(vtype, IntType) else repr(vtype)
+
+
+def value_checker(var: Any, sizes: Mapping[str, int]) -> Callable[[Any], Any]:
+    """The write check of ``var``: returns the value to store (an element's index) or raises OWN062.
+
+    Built once per variable so the hot path is one call and a class test.
+    """
+    vtype = var.type
+    name = var.name
+
+    def bad(value: Any, why: str = "") -> OwnershipError:
+        shown = value._name if value.__class__ is Element else repr(value)
+        file, line = spec_frame_location(3)
+        return OwnershipError(
+            Code.BAD_VALUE,
+            f"writes {shown} into state variable {name}, declared {_describe_type(vtype)}{why}",
+            file,
+            line,
+        )
+
+    if isinstance(vtype, BoolType):
+        def put_bool(value: Any) -> Any:
+            if value is True or value is False:
+                return value
+            raise bad(value, ": write True or False (e.g. `bool(x)` or a comparison)")
+        return put_bool
+    if isinstance(vtype, IntType):
+        def put_int(value: Any) -> Any:
+            if value.__class__ is int or value.__class__ is bool:
+                return value
+            if isinstance(value, int) and value.__class__ is not Element:
+                return int(value)
+            raise bad(value, "" if value.__class__ is not Element else
+                      f": a reference to an element needs the type {value._domain} or Optional({value._domain})")
+        return put_int
+    if isinstance(vtype, Enum):
+        count = len(vtype.members)
+
+        def put_enum(value: Any) -> Any:
+            if value.__class__ is int and 0 <= value < count:
+                return value
+            raise bad(value, f": use a member such as {vtype.name}.{vtype.members[0]}")
+        return put_enum
+    if isinstance(vtype, Ref):
+        dom = vtype.domain
+        n = sizes[dom]
+        optional = vtype.optional
+
+        def put_ref(value: Any) -> Any:
+            if value.__class__ is Element:
+                if value._domain == dom:
+                    return value._i
+                raise bad(value, f": {value._name} is an element of {value._domain}")
+            if value is None:
+                if optional:
+                    return None
+                raise bad(value, f": None needs the type Optional({dom})")
+            if value.__class__ is int and 0 <= value < n:
+                # An int naming an element of a symmetric domain is accepted (the trusted
+                # vocabulary and test harnesses pass indices); spec code naming one
+                # element this way is caught by the permutation check (OWN061).
+                return value
+            raise bad(value)
+        return put_ref
+    if isinstance(vtype, RefSet):
+        limit = 1 << sizes[vtype.domain]
+
+        def put_set(value: Any) -> Any:
+            if value.__class__ is int and 0 <= value < limit:
+                return value
+            raise bad(value, f": a bitmask of {sizes[vtype.domain]} elements (0..{limit - 1})")
+        return put_set
+    return _identity
 
 
 class ViewBase:
@@ -168,6 +345,8 @@ class ViewBase:
         """Display name of an element (``"-"`` for None, ``"?"`` for a symbolic one)."""
         if element is None:
             return "-"
+        if element.__class__ is Element:
+            return element._name
         return self._inst.names[domain.name][element] if isinstance(element, int) else "?"
 
     def terminal(self) -> bool:
@@ -211,27 +390,46 @@ class View(ViewBase):
         object.__setattr__(self, "_reduce", frozenset())
         object.__setattr__(self, "recording", True)
         object.__setattr__(self, "_scalars", {})
+        object.__setattr__(self, "_scalar_put", {})
+        object.__setattr__(self, "_scalar_wrap", {})
         object.__setattr__(self, "_reads", [])
         cur = self.cur
         reads = self._reads
         for lay in instance.layouts.values():
+            var = instance.spec.vars[lay.name]
+            put = value_checker(var, instance.sizes)
+            ref = var.type.refers_to() if isinstance(var.type, Ref) else None
+            elems = instance.elements.get(ref) if ref is not None else None
+            doms = tuple(d.name for d in var.index)
             if not lay.shape:
                 self._scalars[lay.name] = lay.offset
+                self._scalar_put[lay.name] = put
+                if elems is not None:
+                    self._scalar_wrap[lay.name] = elems
             elif len(lay.shape) == 1:
-                object.__setattr__(self, lay.name, Field1(cur, lay.offset, lay.shape[0], reads))
+                if elems is not None:
+                    field: Any = Field1Ref(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put, elems)
+                else:
+                    field = Field1(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put)
+                object.__setattr__(self, lay.name, field)
+            elif elems is not None:
+                object.__setattr__(self, lay.name, FieldNRef(cur, lay.offset, lay.shape, reads, doms, lay.name, put, elems))
             else:
-                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape, reads))
+                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape, reads, doms, lay.name, put))
 
     def __getattr__(self, name: str) -> Any:
         scalars = object.__getattribute__(self, "_scalars")
         if name in scalars:
             self._reads.append(scalars[name])
-            return self.cur[scalars[name]]
+            v = self.cur[scalars[name]]
+            if v is not None and name in self._scalar_wrap:
+                return self._scalar_wrap[name][v]
+            return v
         raise AttributeError(f"spec has no state variable or view method {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._scalars:
-            self.cur[self._scalars[name]] = value
+            self.cur[self._scalars[name]] = self._scalar_put[name](value)
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 
@@ -248,21 +446,23 @@ class View(ViewBase):
         pos = len(self._picks)
         forced = self._forced
         if forced is not None:
-            # Replaying a recorded trace: take the recorded value if it is allowed here.
-            if pos >= len(forced) or forced[pos] not in options:
+            # Replaying a recorded trace: take the recorded value if it is allowed here
+            # (traces hold plain indices, options may be elements).
+            plain = [ix(o) for o in options]
+            if pos >= len(forced) or forced[pos] not in plain:
                 raise Disabled
-            value = forced[pos]
+            value = options[plain.index(forced[pos])]
             self._picks.append(0)
             self._counts.append(1)
-            self._chosen.append(value)
+            self._chosen.append(ix(value))
             return value
         chooser = self._chooser
         if chooser is not None:
             # A random search (Hypothesis) draws the value itself.
             value = chooser(options)
-            self._picks.append(options.index(value))
+            self._picks.append(next(k for k, o in enumerate(options) if o is value or (o.__class__ is not Element and o == value)))
             self._counts.append(len(options))
-            self._chosen.append(value)
+            self._chosen.append(ix(value))
             return value
         if domain is not None and domain.name in self._reduce:
             options = self._inst.distinct_elements(domain.name, options, self.cur)
@@ -270,7 +470,7 @@ class View(ViewBase):
         value = options[idx]
         self._picks.append(idx)
         self._counts.append(len(options))
-        self._chosen.append(value)
+        self._chosen.append(value._i if value.__class__ is Element else value)
         return value
 
     def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
@@ -281,7 +481,12 @@ class View(ViewBase):
         event fields can check ``s.recording`` first.
         """
         if self.recording:
-            self.events.append(Event(kind, tuple(fields.items()), violates))
+            # Events hold plain values (indices), as traces and JSON do.
+            self.events.append(Event(kind, tuple((k, _plain(v)) for k, v in fields.items()), violates))
+
+    def all(self, domain: Domain) -> Any:
+        """Every element of ``domain``: :class:`Element` objects for a symmetric domain, else ints."""
+        return self._inst.all_of[domain.name]
 
 
 @dataclass(frozen=True)
@@ -292,6 +497,8 @@ class ActionInstance:
     action: Action
     args: tuple[int, ...]
     label: str
+    call: tuple[Any, ...] = ()
+    """The arguments spec code receives: ``args`` with symmetric-domain indices as :class:`Element` objects."""
 
 
 @dataclass(frozen=True)
@@ -342,6 +549,15 @@ class Instance:
                 raise OwnershipError(Code.BAD_PARAM, f"domain {d.name} has negative size {n}", spec.file, spec.line)
             self.sizes[d.name] = n
             self.names[d.name] = d.element_names(n)
+        # One opaque element per element of each symmetric domain (see ownership.spec.elements).
+        self.elements: dict[str, tuple[Element, ...]] = {
+            d.name: tuple(Element(d.name, i, self.names[d.name][i]) for i in range(self.sizes[d.name]))
+            for d in spec.domains.values()
+            if d.symmetric
+        }
+        self.all_of: dict[str, Sequence[Any]] = {
+            d.name: self.elements.get(d.name) or range(self.sizes[d.name]) for d in spec.domains.values()
+        }
         self.value_sets: dict[str, list[int]] = {}
         for vs in spec.value_sets.values():
             self.value_sets[vs.name] = sorted(set(int(x) for x in vs.values(self.params)))
@@ -373,7 +589,11 @@ class Instance:
             ranges = [self._arg_values(d) for d in act.arg_domains]
             for args in itertools.product(*ranges):
                 label = self.format_call(act, args)
-                self.action_instances.append(ActionInstance(len(self.action_instances), act, tuple(args), label))
+                call = tuple(
+                    self.elements[d.name][a] if isinstance(d, Domain) and d.name in self.elements else a
+                    for d, a in zip(act.arg_domains, args, strict=True)
+                )
+                self.action_instances.append(ActionInstance(len(self.action_instances), act, tuple(args), label, call))
         self.invariants = list(spec.invariants.values())
         self.view = View(self)
         self._footprints: list[tuple[Callable[[State], Any], Any] | None] = [None] * len(self.action_instances)
@@ -466,7 +686,7 @@ class Instance:
                 events.clear()
             fired = True
             try:
-                ai.action.fn(view, *ai.args)
+                ai.action.fn(view, *ai.call)
             except Disabled:
                 if not picks:
                     if reads:
@@ -493,18 +713,33 @@ class Instance:
             out.extend((ai, sc) for sc in found)
         return out
 
-    def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None) -> None:
+    def successors_capped(self, state: State, ai: ActionInstance, limit: int) -> list[Successor] | None:
+        """:meth:`successors_of`, or ``None`` once more than ``limit`` runs would be needed (wide choices)."""
+        out: list[Successor] = []
+        try:
+            self._run(state, ai, out, None, limit)
+        except _TooMany:
+            self.view._prefix.clear()
+            return None
+        return out
+
+    def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None,
+             limit: int | None = None) -> None:
         view = self.view
         cur = view.cur
         fn = ai.action.fn
-        args = ai.args
+        args = ai.call
         picks = view._picks
         counts = view._counts
         prefix_list = view._prefix
         chosen = view._chosen
         if pending is None:
             pending = [()]
+        runs = 0
         while pending:
+            runs += 1
+            if limit is not None and runs > limit:
+                raise _TooMany
             prefix = pending.pop()
             cur[:] = state
             view.events.clear()
@@ -555,7 +790,7 @@ class Instance:
         view._prefix.clear()
         object.__setattr__(view, hook, value)
         try:
-            ai.action.fn(view, *ai.args)
+            ai.action.fn(view, *ai.call)
         except Disabled:
             return None
         except OwnershipError:
@@ -588,7 +823,7 @@ class Instance:
             view._prefix[:] = prefix
             view._reads.clear()
             try:
-                ai.action.fn(view, *ai.args)
+                ai.action.fn(view, *ai.call)
             except Disabled:
                 picks, counts = view._picks, view._counts
                 if not picks and not prefix:
@@ -626,13 +861,13 @@ class Instance:
         """
         object.__setattr__(self.view, "_reduce", frozenset(domains))
 
-    def distinct_elements(self, domain: str, options: Sequence[int], cur: Sequence[Any]) -> list[int]:
+    def distinct_elements(self, domain: str, options: Sequence[Any], cur: Sequence[Any]) -> list[Any]:
         """``options`` with all but the first of each group of identical elements removed."""
         rows = self.element_cells[domain]
         seen: set[tuple[Any, ...]] = set()
-        out: list[int] = []
+        out: list[Any] = []
         for e in options:
-            sig = tuple([cur[i] for i in rows[e]])
+            sig = tuple([cur[i] for i in rows[ix(e)]])
             if sig not in seen:
                 seen.add(sig)
                 out.append(e)
@@ -645,6 +880,8 @@ class Instance:
         for inv in self.invariants:
             try:
                 ok = inv.fn(view)
+            except OwnershipError:
+                raise
             except Exception as exc:  # noqa: BLE001
                 raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
             if not ok:
@@ -658,6 +895,8 @@ class Instance:
         inv = self.spec.invariants[invariant]
         try:
             return bool(inv.fn(view))
+        except OwnershipError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
 

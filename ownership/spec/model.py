@@ -78,6 +78,10 @@ class Domain:
     parameters.  ``symmetric`` declares that the spec treats all elements
     alike (never names one in particular, never orders them), which lets the
     explorer merge states that differ only by a permutation of elements.
+    Spec code then sees its elements as opaque :class:`~ownership.spec.elements.Element`
+    objects (equality and indexing only).  ``ordered`` declares the opposite
+    on purpose: elements are ints whose order and arithmetic mean something
+    (slot adjacency, contiguous ranges), and no symmetry reduction applies.
     """
 
     name: str
@@ -85,6 +89,7 @@ class Domain:
     symmetric: bool = False
     names: Callable[[int], str] | Sequence[str] | None = None
     doc: str = ""
+    ordered: bool = False
 
     def resolve_size(self, params: Params) -> int:
         """Number of elements for these parameter values."""
@@ -275,13 +280,24 @@ class Spec:
         symmetric: bool = False,
         names: Callable[[int], str] | Sequence[str] | None = None,
         doc: str = "",
+        ordered: bool = False,
     ) -> Domain:
-        """Declare a finite domain; see :class:`Domain`."""
+        """Declare a finite domain; see :class:`Domain`.
+
+        ``symmetric=True``: elements are interchangeable (opaque, reduced by
+        symmetry); ``ordered=True``: elements are ints whose order matters
+        (never reduced).  The two exclude each other.
+        """
         if name in self.domains or name in self.value_sets:
             raise self._error(f"domain {name} declared twice")
+        if symmetric and ordered:
+            raise self._error(
+                f"domain {name} cannot be both symmetric (interchangeable elements) and ordered "
+                "(elements whose order matters): drop one"
+            )
         if isinstance(size, str) and size not in self.params:
             raise self._error(f"domain {name}: size names unknown parameter {size!r}")
-        d = Domain(name, size, symmetric, names, doc)
+        d = Domain(name, size, symmetric, names, doc, ordered)
         self.domains[name] = d
         return d
 

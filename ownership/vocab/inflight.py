@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ownership.spec.elements import ix
 from ownership.spec.model import Domain, Spec, require
 from ownership.vocab.pool import PagePool
 
@@ -43,7 +44,7 @@ def holds(s: Any, pool: PagePool, r: int, p: int) -> Any:
     Compared with 0 rather than combined with other values: under Z3 a set of
     one request is a one-bit vector, which arithmetic would sign-extend.
     """
-    return (getattr(s, pool.holders_var)[p] >> r & 1) != 0
+    return (getattr(s, pool.holders_var)[p] >> ix(r) & 1) != 0
 
 
 class InflightWrites:

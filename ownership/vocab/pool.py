@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
+from ownership.spec.elements import ix
 from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
 from ownership.spec.types import Int, Optional, SetOf
 
@@ -67,9 +68,16 @@ class Ownership:
                  doc="history: this request wrote a page its page table does not hold")
         spec.extensions["ownership"] = self
 
-    def pool(self, name: str, pages: SizeSpec, *, prefix: str | None = None, doc: str = "") -> PagePool:
-        """Declare a page pool named ``name`` with ``pages`` pages."""
-        p = PagePool(self, name, pages, prefix or name[0].upper(), doc)
+    def pool(self, name: str, pages: SizeSpec, *, prefix: str | None = None, doc: str = "",
+             ordered: bool = False) -> PagePool:
+        """Declare a page pool named ``name`` with ``pages`` pages.
+
+        Pages are a symmetric domain (opaque, interchangeable, reduced by
+        symmetry) unless ``ordered=True``: then pages are ints and spec code
+        may use slot order, adjacency and contiguous ranges, at the cost of
+        no symmetry reduction over pages.
+        """
+        p = PagePool(self, name, pages, prefix or name[0].upper(), doc, ordered)
         self.pools.append(p)
         return p
 
@@ -146,14 +154,15 @@ class Ownership:
 class PagePool:
     """A pool of KV pages with a free list; see the module docstring."""
 
-    def __init__(self, own: Ownership, name: str, pages: SizeSpec, prefix: str, doc: str) -> None:
+    def __init__(self, own: Ownership, name: str, pages: SizeSpec, prefix: str, doc: str, ordered: bool = False) -> None:
         self.own = own
         self.name = name
         spec = own.spec
         Req = own.requests
         title = name[:1].upper() + name[1:]
         self.Page: Domain = spec.domain(
-            f"{title}Page", pages, symmetric=True, names=lambda i: f"{prefix}{i}", doc=doc or f"pages of the {name} pool"
+            f"{title}Page", pages, symmetric=not ordered, ordered=ordered, names=lambda i: f"{prefix}{i}",
+            doc=doc or f"pages of the {name} pool"
         )
         self.free_var = f"{name}_free"
         self.holders_var = f"{name}_holders"
@@ -176,11 +185,12 @@ class PagePool:
         """The pages in ``r``'s page table, in slot order (``req_to_token`` order)."""
         if s.symbolic:
             return _sym().pages_of(s, self, r)  # type: ignore[no-any-return]
-        bit = 1 << r
+        bit = 1 << ix(r)
         slots = list(getattr(s, self.slot_var))
         mine = [p for p, h in enumerate(getattr(s, self.holders_var)) if h & bit]
         mine.sort(key=slots.__getitem__)
-        return mine
+        every = s.all(self.Page)  # elements of a symmetric pool, ints of an ordered one
+        return [every[p] for p in mine]
 
     # -- operations ------------------------------------------------------------
     def alloc(self, s: Any, r: int, n: int, first_slot: int = 0) -> list[int]:
@@ -206,7 +216,7 @@ class PagePool:
             options = [p for p in s.all(self.Page) if free[p] > 0 and p not in taken]
             p = s.choose(options, label=f"{self.name} page for slot {first_slot + i}", domain=self.Page)
             free[p] -= 1
-            holders[p] |= 1 << r
+            holders[p] |= 1 << ix(r)
             slot[p] = first_slot + i
             taken.append(p)
         if s.recording:
@@ -234,7 +244,7 @@ class PagePool:
         content = getattr(s, self.content_var)
         Req = self.own.requests
         for p in pages:
-            bad = not holders[p] >> r & 1
+            bad = not holders[p] >> ix(r) & 1
             if bad:
                 s.wrote_unowned[r] = True
             bad = bad and s.checks("no_unowned_write")
@@ -255,7 +265,7 @@ class PagePool:
             if c is None:
                 s.read_unwritten[r] = True
                 violation = "no_read_of_unwritten" if s.checks("no_read_of_unwritten") else None
-            elif c != r:
+            elif ix(c) != ix(r):
                 if s.read_foreign[r] is None:
                     s.read_foreign[r] = c
                 violation = "no_foreign_read" if s.checks("no_foreign_read") else None
@@ -271,7 +281,7 @@ class PagePool:
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
         for p in pages:
-            holders[p] &= ~(1 << r)
+            holders[p] &= ~(1 << ix(r))
             slot[p] = -1
             free[p] += 1
         if pages and s.recording:

@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.elements import ix
 from ownership.spec.model import Domain, require
 from ownership.spec.types import Int, Optional
 from ownership.vocab.pool import PagePool
@@ -203,7 +204,7 @@ class PrefixIndex:
         return bad == 0
 
     def _holds(self, s: Any, r: int, p: int) -> Any:
-        return (getattr(s, self.pool.holders_var)[p] >> r) & 1 == 1
+        return (getattr(s, self.pool.holders_var)[p] >> ix(r)) & 1 == 1
 
     def _choose_node(self, s: Any, label: str) -> Any:
         """Any node (``s.choose``); under the Z3 engines one fresh term instead of a path per node."""
@@ -364,7 +365,7 @@ class PrefixIndex:
         free = getattr(s, self.pool.free_var)
         holders = getattr(s, self.pool.holders_var)
         slot = getattr(s, self.pool.slot_var)
-        drop = ~(1 << r)
+        drop = ~(1 << ix(r))
         for m in self.path(self.node_of(s, key)):
             already = self.cached(s, m)
             for p in s.all(self.pool.Page):

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.elements import ix
 from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
 from ownership.spec.types import Int, Optional, SetOf
 
@@ -194,7 +195,7 @@ class BlockTables:
             ref[b] -= k
             free[b] += all_of(k > 0, ref[b] == 0)
         if s.recording:
-            self._emit_free(s, r, [(b, before[b]) for b, k in drops if k])
+            self._emit_free(s, r, [(b, before[ix(b)]) for b, k in drops if k])
 
     def _emit_free(self, s: Any, r: int, dropped: list[tuple[int, int]]) -> None:
         ref = getattr(s, self.ref_var)
@@ -207,7 +208,7 @@ class BlockTables:
                        error="Double free!",
                        violates="refcount_nonnegative" if s.checks("refcount_nonnegative") else None)
             elif ref[b] == 0:
-                users = [s.name_of(self.seqs, q) for q in s.all(self.seqs) if holders[b] >> q & 1 and q != r]
+                users = [s.name_of(self.seqs, q) for q in s.all(self.seqs) if holders[b] >> ix(q) & 1 and q != r]
                 bad = bool(users) and s.checks("no_free_while_referenced")
                 s.emit("free", pool=self.name, req=who, pages=[page], refcount=f"{old}->0",
                        still_used_by=users, violates="no_free_while_referenced" if bad else None)
@@ -251,7 +252,7 @@ class BlockTables:
         n = self.length(s, r)
         holders = getattr(s, self.holders_var)
         entries = [self.entry(s, r, i) for i in self.live(s, n)]
-        bit = 1 << r
+        bit = 1 << ix(r)
         for b in s.all(self.Block):
             present = sum(e == b for e in entries) > 0
             holders[b] = (holders[b] & ~bit) | (present * bit)
@@ -294,7 +295,7 @@ class BlockTables:
             """Every block's reference count is the number of sequences whose live window references it."""
             ref, holders = getattr(s, ref_var), getattr(s, holders_var)
             # (bit == 1) is a bool, so the sum is an ordinary int (not a narrow set-sized one) under the solver.
-            return all(ref[b] == sum((holders[b] >> q & 1) == 1 for q in s.all(seqs)) for b in s.all(Block))
+            return all(ref[b] == sum((holders[b] >> ix(q) & 1) == 1 for q in s.all(seqs)) for b in s.all(Block))
 
         return {
             "refcount_nonnegative": refcount_nonnegative,

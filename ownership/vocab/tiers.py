@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.elements import ix
 from ownership.spec.model import Spec
 from ownership.vocab.pool import Ownership, PagePool, transfer
 from ownership.vocab.refcount import all_of, any_of
@@ -55,7 +56,7 @@ def _named(s: Any, tier: PagePool, n: Any) -> list[Any]:
     """Per page of ``tier``: whether ``n``'s index entry names it (a bool, or a term)."""
     holders = getattr(s, tier.holders_var)
     # (bit == 1) is a bool: sums of these are ordinary ints, not set-sized bit-vectors.
-    return [(holders[p] >> n & 1) == 1 for p in s.all(tier.Page)]
+    return [(holders[p] >> ix(n) & 1) == 1 for p in s.all(tier.Page)]
 
 
 class Tiers:
@@ -133,7 +134,7 @@ class Tiers:
         content = getattr(s, tier.content_var)
         named = _named(s, tier, n)
         count = sum(named)
-        wrong = sum(all_of(named[p], content[p] != n) for p in s.all(tier.Page))
+        wrong = sum(all_of(named[ix(p)], content[p] != n) for p in s.all(tier.Page))
         s.tier_misread[n] = any_of(s.tier_misread[n], count == 0, wrong > 0)
         if s.recording:
             self._emit_read(s, n, tier)
@@ -188,7 +189,7 @@ class Tiers:
                 holders, content = getattr(s, tier.holders_var), getattr(s, tier.content_var)
                 for p in s.all(tier.Page):
                     for n in s.all(Items):
-                        if all_of((holders[p] >> n & 1) == 1, content[p] != n):
+                        if all_of((holders[p] >> ix(n) & 1) == 1, content[p] != n):
                             return False
             return True
 
@@ -197,7 +198,7 @@ class Tiers:
             for tier in pools:
                 free, holders, slot = getattr(s, tier.free_var), getattr(s, tier.holders_var), getattr(s, tier.slot_var)
                 for p in s.all(tier.Page):
-                    named = sum((holders[p] >> n & 1) == 1 for n in s.all(Items))
+                    named = sum((holders[p] >> ix(n) & 1) == 1 for n in s.all(Items))
                     if not any_of(all_of(free[p] == 1, named == 0, slot[p] == -1),
                                   all_of(free[p] == 0, named == 1, slot[p] == 0)):
                         return False

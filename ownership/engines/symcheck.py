@@ -1,0 +1,318 @@
+"""An independent check that a spec really is symmetric in the domains it declares symmetric.
+
+Symmetry reduction (in explore, bmc and prove) is sound only if every
+permutation ``pi`` of a reduced domain commutes with the spec: the successors
+of ``pi(s)`` are the ``pi``-images of the successors of ``s`` (action by
+action, with the action's arguments permuted too) and every invariant has
+the same value on ``pi(s)`` as on ``s``.  Opaque elements
+(:mod:`ownership.spec.elements`) refuse arithmetic and ordering, but a spec
+can still depend on element order without either: taking the first free page
+of ``s.all(Page)``, or writing the int literal ``1`` into a reference.
+
+This module tests the promise directly on a sample of reachable states (a
+small breadth-first search without symmetry, deterministic) under a
+transposition and one seeded random permutation per domain.  A mismatch is
+``error[OWN061]`` naming the action or invariant, the cell that differs, and
+the fix (``ordered=True``).  It is a sampled check: it cannot prove
+symmetry, but it catches order dependencies the sample reaches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import ActionInstance, Instance, State
+from ownership.spec.model import Domain
+from ownership.spec.types import Ref, RefSet
+
+DEFAULT_SAMPLE = 80
+"""States sampled by default: enough to reach past the first allocations, cheap next to a search."""
+
+MAX_OUTCOMES = 400
+"""Runs of one action in one state beyond which that (state, action) pair is skipped (wide ``s.choose``)."""
+
+BUDGET = 60_000
+"""Action runs in all, after which the check stops and reports how many states it covered."""
+
+
+@dataclass(frozen=True)
+class SymmetryCheck:
+    """What the check covered: reported in a result's notes."""
+
+    states: int
+    domains: tuple[str, ...]
+    skipped: int = 0
+
+    def describe(self) -> str:
+        text = f"symmetry of {', '.join(self.domains)} checked on {self.states} states"
+        if self.skipped:
+            text += f" ({self.skipped} action outcomes with more than {MAX_OUTCOMES} choices left out)"
+        return text
+
+
+def symmetric_domains(inst: Instance) -> list[str]:
+    """The symmetric domains of ``inst`` with at least two elements (the ones a reduction could merge)."""
+    return [d.name for d in inst.spec.domains.values() if d.symmetric and inst.sizes[d.name] >= 2]
+
+
+def permuter(inst: Instance, domain: str, perm: Sequence[int]) -> Callable[[State], State]:
+    """The map ``s -> pi(s)`` for the permutation ``perm`` (old index -> new index) of ``domain``."""
+    width = inst.width
+    pos_map = list(range(width))
+    value_maps: list[Callable[[Any], Any] | None] = [None] * width
+    n = inst.sizes[domain]
+    masks = [sum(1 << perm[i] for i in range(n) if m >> i & 1) for m in range(1 << n)] if n <= 12 else None
+
+    def ref_map(v: Any) -> Any:
+        return v if v is None else perm[v]
+
+    def set_map(v: Any) -> Any:
+        if masks is not None:
+            return masks[v]
+        return sum(1 << perm[i] for i in range(n) if v >> i & 1)
+
+    for var in inst.spec.vars.values():
+        lay = inst.layouts[var.name]
+        axes = [d.name for d in var.index]
+        keys = list(itertools.product(*[range(k) for k in lay.shape])) if lay.shape else [()]
+        strides = []
+        acc = 1
+        for k in reversed(lay.shape):
+            strides.append(acc)
+            acc *= k
+        strides.reverse()
+        vmap: Callable[[Any], Any] | None = None
+        if var.type.refers_to() == domain:
+            vmap = set_map if isinstance(var.type, RefSet) else ref_map if isinstance(var.type, Ref) else None
+        for k, key in enumerate(keys):
+            new = sum((perm[x] if axes[a] == domain else x) * strides[a] for a, x in enumerate(key))
+            pos_map[lay.offset + k] = lay.offset + new
+            value_maps[lay.offset + k] = vmap
+
+    def apply(st: State) -> State:
+        out: list[Any] = [None] * width
+        for k, v in enumerate(st):
+            f = value_maps[k]
+            out[pos_map[k]] = v if f is None else f(v)
+        return tuple(out)
+
+    return apply
+
+
+def _permuted_instances(inst: Instance, domain: str, perm: Sequence[int]) -> list[ActionInstance]:
+    """``pi(ai)`` for every action instance: arguments of ``domain`` mapped through ``perm``."""
+    by_key = {(ai.action.name, ai.args): ai for ai in inst.action_instances}
+    out = []
+    for ai in inst.action_instances:
+        args = tuple(
+            perm[a] if isinstance(d, Domain) and d.name == domain else a
+            for d, a in zip(ai.action.arg_domains, ai.args, strict=True)
+        )
+        out.append(by_key[(ai.action.name, args)])
+    return out
+
+
+def _sample(inst: Instance, limit: int) -> list[State]:
+    """Up to ``limit`` reachable states, breadth-first without state merging (deterministic).
+
+    Choices among identical elements are reduced while sampling (it keeps wide
+    allocations cheap and every state found is still reachable).
+    """
+    inst.set_choice_reduction(symmetric_domains(inst))
+    try:
+        return _bfs(inst, limit)
+    finally:
+        inst.set_choice_reduction(())
+
+
+def _bfs(inst: Instance, limit: int) -> list[State]:
+    seen = {inst.init_state}
+    order = [inst.init_state]
+    k = 0
+    while k < len(order) and len(order) < limit:
+        st = order[k]
+        k += 1
+        for _ai, sc in inst.expand(st):
+            if sc.state not in seen:
+                seen.add(sc.state)
+                order.append(sc.state)
+                if len(order) >= limit:
+                    break
+    return order
+
+
+def _fix(domain: str) -> str:
+    return (f"if the protocol really depends on which element of {domain} it is, declare the domain ordered "
+            f"(`spec.domain(..., ordered=True)` / `own.pool(..., ordered=True)`), which turns symmetry reduction off for it")
+
+
+def _closest_cell(inst: Instance, want: State, got: Sequence[State]) -> str:
+    """The first cell in which ``want`` differs from the nearest state of ``got``."""
+    if not got:
+        return ""
+    best = min(got, key=lambda g: sum(1 for a, b in zip(want, g, strict=True) if a != b))
+    diff = inst.diff(best, want)
+    return diff[0][0] if diff else ""
+
+
+def check_symmetry(
+    inst: Instance,
+    domains: Sequence[str] | None = None,
+    *,
+    sample: int = DEFAULT_SAMPLE,
+    seed: int = 0,
+    invariants: Sequence[str] | None = None,
+) -> SymmetryCheck:
+    """Raise ``OwnershipError(OWN061)`` if a permutation of a symmetric domain does not commute with the spec.
+
+    ``domains`` defaults to every symmetric domain with two or more
+    elements; ``invariants`` to every invariant.  Returns what was checked.
+    """
+    doms = list(symmetric_domains(inst) if domains is None else domains)
+    # Unknown names are the search's to report (OWN012); only known ones are checked here.
+    inv_names = [n for n in invariants if n in inst.spec.invariants] if invariants is not None else [
+        i.name for i in inst.invariants]
+    rng = random.Random(seed)
+    was_recording = inst.view.recording
+    inst.set_recording(False)
+    try:
+        # The sample runs spec code concretely, so it also surfaces OWN060 (arithmetic
+        # or ordering on elements) for engines that never run the spec concretely.
+        states = _sample(inst, sample)
+        # Two checks per state, each permuting every domain at once (a transposition of
+        # each, then a seeded random permutation of each); a mismatch is then narrowed
+        # down to one domain.  Checking domains one by one would cost 2x per domain.
+        transpositions: list[tuple[str, list[int]]] = []
+        randoms: list[tuple[str, list[int]]] = []
+        for dom in doms:
+            n = inst.sizes[dom]
+            transposition = [1, 0, *range(2, n)]
+            shuffled = list(range(n))
+            rng.shuffle(shuffled)
+            transpositions.append((dom, transposition))
+            randoms.append((dom, shuffled if shuffled not in (transposition, list(range(n))) else transposition))
+        checks = [_Perm(inst, transpositions)] if doms else []
+        if randoms != transpositions:
+            checks.append(_Perm(inst, randoms))
+        covered = 0
+        skipped = 0
+        work = 0
+        for st in states:
+            if work > BUDGET:
+                break
+            covered += 1
+            # The outcomes of every action in st, computed once for every permutation.
+            base: list[list[State] | None] = []
+            for ai in inst.action_instances:
+                got = inst.successors_capped(st, ai, MAX_OUTCOMES) if checks else []
+                base.append(None if got is None else [sc.state for sc in got])
+                work += MAX_OUTCOMES if got is None else max(1, len(got))
+                skipped += got is None
+            for check in checks:
+                try:
+                    work += _check_perm(inst, check, st, base, inv_names)
+                except OwnershipError:
+                    # Name the one domain whose renaming breaks the spec, if there is one.
+                    for part in check.parts:
+                        _check_perm(inst, _Perm(inst, [part]), st, base, inv_names)
+                    raise
+    finally:
+        inst.set_recording(was_recording)
+    return SymmetryCheck(covered, tuple(doms), skipped)
+
+
+class _Perm:
+    """A renaming of one or more domains at once: the state map and the action-instance map."""
+
+    def __init__(self, inst: Instance, parts: list[tuple[str, list[int]]]) -> None:
+        self.parts = parts
+        maps = [permuter(inst, d, p) for d, p in parts]
+        index = list(range(len(inst.action_instances)))
+        for d, p in parts:
+            step = _permuted_instances(inst, d, p)
+            index = [step[k].index for k in index]
+        self.mapped = [inst.action_instances[k] for k in index]
+        self.dom = ", ".join(d for d, _ in parts)
+        self.shown = " ".join(
+            "(" + " ".join(f"{inst.names[d][i]}->{inst.names[d][p[i]]}" for i in range(len(p)) if p[i] != i) + ")"
+            for d, p in parts
+        )
+        self._maps = maps
+
+    def __call__(self, st: State) -> State:
+        for f in self._maps:
+            st = f(st)
+        return st
+
+
+def _check_perm(inst: Instance, check: _Perm, st: State, base: list[list[State] | None], inv_names: list[str]) -> int:
+    """Check one renaming on one state; returns the number of action runs it took."""
+    dom, shown, pi, mapped = check.dom, check.shown, check, check.mapped
+    pst = pi(st)
+    where = f"in a reachable state and its image under the renaming {shown} of {dom}"
+    for name in inv_names:
+        if inst.holds(st, name) != inst.holds(pst, name):
+            inv = inst.spec.invariants[name]
+            raise OwnershipError(
+                Code.SYMMETRY_MISMATCH,
+                f"invariant {name} depends on which element of symmetric domain {dom} is which: it has "
+                f"different values {where}; {_fix(dom)}",
+                inv.file,
+                inv.line,
+            )
+    work = 0
+    for ai in inst.action_instances:
+        outcomes = base[ai.index]
+        if outcomes is None:
+            continue
+        want = Counter(pi(t) for t in outcomes)
+        other = mapped[ai.index]
+        image = inst.successors_capped(pst, other, MAX_OUTCOMES + 1 + len(outcomes))
+        work += len(outcomes) + 1
+        got = Counter(sc.state for sc in image) if image is not None else Counter()
+        if want == got:
+            continue
+        missing = list((want - got).elements())
+        extra = list((got - want).elements())
+        if image is None:
+            raise OwnershipError(
+                Code.SYMMETRY_MISMATCH,
+                f"action {ai.action.name} depends on which element of symmetric domain {dom} is which: {where}, "
+                f"{other.label} in the image has many more choices than {ai.label}; {_fix(dom)}",
+                ai.action.file,
+                ai.action.line,
+            )
+        if missing:
+            cell = _closest_cell(inst, missing[0], list(got))
+            what = (f"{other.label} is disabled in the image" if not got else
+                    f"{other.label} in the image does not reach the image of an outcome of {ai.label}")
+        else:
+            cell = _closest_cell(inst, extra[0], list(want))
+            what = f"{other.label} in the image has an outcome that is no image of an outcome of {ai.label}"
+        detail = f" (cell {cell} differs)" if cell else ""
+        raise OwnershipError(
+            Code.SYMMETRY_MISMATCH,
+            f"action {ai.action.name} depends on which element of symmetric domain {dom} is which: {where}, "
+            f"{what}{detail}; it may pick elements by their order (the first free one of s.all({dom})) or name "
+            f"one by an int; {_fix(dom)}",
+            ai.action.file,
+            ai.action.line,
+        )
+    return work
+
+
+def precheck(inst: Instance, reduce: bool) -> str | None:
+    """Before a symbolic engine: run the spec concretely on a sample, and check symmetry if it is reduced.
+
+    The Z3 view does not wrap elements, so without this a spec that explore
+    refuses (OWN060/OWN061) could get BOUNDED_OK or PROVED from bmc/prove.
+    Returns the note to report, or ``None`` when no symmetric domain is reduced.
+    """
+    checked = check_symmetry(inst, None if reduce else [])
+    return checked.describe() if checked.domains else None

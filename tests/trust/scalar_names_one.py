@@ -1,0 +1,26 @@
+"""Adversarial: a guard names element 1 of a symmetric domain (`require(p == 1)`)."""
+
+from ownership import Spec, require
+
+spec = Spec("scalar_names_one", summary="only page 1 may grow")
+Page = spec.domain("Page", 3, symmetric=True)
+spec.var("used", bool, per=Page, init=False)
+
+
+@spec.action
+def start(s, p: Page):
+    require(not any(s.used[q] for q in s.all(Page)))
+    s.used[p] = True
+
+
+@spec.action
+def grow(s, p: Page, q: Page):
+    require(s.used[p])
+    require(p == 1)
+    require(not s.used[q])
+    s.used[q] = True
+
+
+@spec.invariant
+def one_page(s):
+    return sum(s.used[p] for p in s.all(Page)) <= 1
