@@ -48,6 +48,10 @@ class Code(enum.Enum):
     INTERNAL_REPLAY = (41, "engine produced a trace that does not replay")
     ADAPTER_LOAD = (50, "adapter cannot be loaded")
     ADAPTER_INVALID = (51, "adapter does not match its spec")
+    MUTATE_BASELINE = (80, "the unmutated spec does not have its expected verdict")
+    MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
+    MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
+    MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
 
     @property
     def number(self) -> int:
