@@ -24,11 +24,14 @@ its ``+OFFSET``).
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -494,61 +497,96 @@ def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress:
     return MutationReport(spec.name, str(p), options.engine, dict(base_inst.param_values), tuple(results), original_text)
 
 
+class _OutOfTime(BaseException):  # noqa: N818 - a control-flow signal; BaseException so spec code cannot catch it
+    """The per-mutant wall-clock limit passed (a mutant may loop forever inside an action)."""
+
+
+@contextlib.contextmanager
+def _hard_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the code inside after ``seconds`` (main thread on POSIX; elsewhere a no-op)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:  # pragma: no cover - Windows or a worker thread: the engines' own limits only
+        yield
+        return
+
+    def fire(signum: int, frame: Any) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _run_mutant(
     m: Mutant, k: int, p: Path, tmp: Path, spec: Any, params: dict[str, int], options: MutateOptions,
     engine_opts: Any, expected: str | None, base_inst: Any, original_graph: list[_Graph | str],
 ) -> MutantResult:
-    from ownership.engines import run_engine
-    from ownership.spec.instance import Instance
-
     start = time.perf_counter()
     where = tmp / f"m{k}"
     where.mkdir()
     file = where / p.name  # same file name: the spec's module and base imports look the same
     file.write_text(m.source, encoding="utf-8")
     modules = set(sys.modules)
+    try:
+        # A little over the engine's own limit, which reports what it covered when it can.
+        with _hard_limit(options.max_seconds_per_mutant * 1.5 + 1.0):
+            return _classify(m, file, p, spec, params, options, engine_opts, expected, base_inst, original_graph, start)
+    except _OutOfTime:
+        return MutantResult(m, "timeout", f"over {options.max_seconds_per_mutant:g}s (a loop that never ends?)",
+                            time.perf_counter() - start)
+    finally:
+        for name in set(sys.modules) - modules:
+            if name.startswith("ownership_spec_"):
+                del sys.modules[name]
+
+
+def _classify(
+    m: Mutant, file: Path, p: Path, spec: Any, params: dict[str, int], options: MutateOptions, engine_opts: Any,
+    expected: str | None, base_inst: Any, original_graph: list[_Graph | str], start: float,
+) -> MutantResult:
+    from ownership.engines import run_engine
+    from ownership.spec.instance import Instance
 
     def done(outcome: str, detail: str) -> MutantResult:
         return MutantResult(m, outcome, detail, time.perf_counter() - start)
 
     try:
-        try:
-            mspec = _load(file, p.resolve().parent)
-            inst = Instance(mspec, params)
-            result = run_engine(options.engine, inst, engine_opts)
-        except OwnershipError as exc:
-            return done("invalid", exc.one_line().replace(str(file), p.name))
-        except Exception as exc:  # noqa: BLE001 - mutated user code may raise anything
-            return done("invalid", f"{type(exc).__name__}: {exc}")
-        if _inconclusive(result):
-            return done("timeout", f"{result.engine}: {result.stop_reason.value}")
-        if not _holds(expected, result):
-            if result.verdict.name == "VIOLATED":
-                steps = len(result.trace) if result.trace is not None else 0
-                return done("killed", f"violates {result.violated} in {steps} steps")
-            return done("killed", f"{result.verdict.name}, expected a violation of {expected}")
-        deadline = start + options.max_seconds_per_mutant
-        if not original_graph:
-            original_graph.append(_graph(base_inst, time.perf_counter() + options.max_seconds_per_mutant,
-                                         options.max_graph_states))
-        ours = original_graph[0]
-        if isinstance(ours, str):
-            return done("survived", f"{result.verdict.name}; equivalence not decided: {ours}")
-        try:
-            theirs = _graph(inst, deadline, options.max_graph_states)
-        except Exception as exc:  # noqa: BLE001 - a mutant failing only outside its engine's reach
-            return done("invalid", f"{type(exc).__name__}: {exc}")
-        if isinstance(theirs, str):
-            return done("survived", f"{result.verdict.name}; equivalence not decided: {theirs}")
-        if theirs == ours:
-            return done("equivalent", f"same reachable graph: {len(ours.states):,} states, {len(ours.edges):,} edges")
-        return done("survived", f"{result.verdict.name}; reachable graph differs "
-                    f"({len(theirs.states):,} vs {len(ours.states):,} states, "
-                    f"{len(theirs.edges):,} vs {len(ours.edges):,} edges)")
-    finally:
-        for name in set(sys.modules) - modules:
-            if name.startswith("ownership_spec_"):
-                del sys.modules[name]
+        mspec = _load(file, p.resolve().parent)
+        inst = Instance(mspec, params)
+        result = run_engine(options.engine, inst, engine_opts)
+    except OwnershipError as exc:
+        return done("invalid", exc.one_line().replace(str(file), p.name))
+    except Exception as exc:  # noqa: BLE001 - mutated user code may raise anything
+        return done("invalid", f"{type(exc).__name__}: {exc}")
+    if _inconclusive(result):
+        return done("timeout", f"{result.engine}: {result.stop_reason.value}")
+    if not _holds(expected, result):
+        if result.verdict.name == "VIOLATED":
+            steps = len(result.trace) if result.trace is not None else 0
+            return done("killed", f"violates {result.violated} in {steps} steps")
+        return done("killed", f"{result.verdict.name}, expected a violation of {expected}")
+    deadline = start + options.max_seconds_per_mutant
+    if not original_graph:
+        original_graph.append(_graph(base_inst, time.perf_counter() + options.max_seconds_per_mutant,
+                                     options.max_graph_states))
+    ours = original_graph[0]
+    if isinstance(ours, str):
+        return done("survived", f"{result.verdict.name}; equivalence not decided: {ours}")
+    try:
+        theirs = _graph(inst, deadline, options.max_graph_states)
+    except Exception as exc:  # noqa: BLE001 - a mutant failing only outside its engine's reach
+        return done("invalid", f"{type(exc).__name__}: {exc}")
+    if isinstance(theirs, str):
+        return done("survived", f"{result.verdict.name}; equivalence not decided: {theirs}")
+    if theirs == ours:
+        return done("equivalent", f"same reachable graph: {len(ours.states):,} states, {len(ours.edges):,} edges")
+    return done("survived", f"{result.verdict.name}; reachable graph differs "
+                f"({len(theirs.states):,} vs {len(ours.states):,} states, "
+                f"{len(theirs.edges):,} vs {len(ours.edges):,} edges)")
 
 
 def report_lines(report: MutationReport, *, verbose: bool = False) -> list[str]:
