@@ -385,11 +385,16 @@ def _load(path: Path, folder: Path) -> Any:
 
 
 class _Graph:
-    """Reachable states and labelled edges of an instance, without symmetry reduction."""
+    """Reachable states and labelled edges of an instance (no symmetry reduction), with what
+    the comparison also needs: the states where work is pending but nothing is enabled, and
+    which actions ever fire."""
 
-    def __init__(self, states: frozenset[Any], edges: frozenset[tuple[Any, str, Any]]) -> None:
+    def __init__(self, states: frozenset[Any], edges: frozenset[tuple[Any, str, Any]], deadlocks: int,
+                 fired: frozenset[str]) -> None:
         self.states = states
         self.edges = edges
+        self.deadlocks = deadlocks
+        self.fired = fired
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Graph) and self.states == other.states and self.edges == other.edges
@@ -404,19 +409,25 @@ def _graph(inst: Any, deadline: float, max_states: int) -> _Graph | str:
         init = inst.init_state
         seen = {init}
         edges: set[tuple[Any, str, Any]] = set()
+        fired: set[str] = set()
+        deadlocks = 0
         queue = deque([init])
         while queue:
             if time.perf_counter() > deadline:
                 return "out of time while comparing state graphs"
             st = queue.popleft()
-            for ai, sc in inst.expand(st):
+            succs = inst.expand(st)
+            if not succs and inst.spec.done is not None and not inst.is_terminal(st):
+                deadlocks += 1
+            for ai, sc in succs:
                 edges.add((st, ai.label, sc.state))
+                fired.add(ai.action.name)
                 if sc.state not in seen:
                     if len(seen) >= max_states:
                         return f"more than {max_states:,} states: state graphs not compared"
                     seen.add(sc.state)
                     queue.append(sc.state)
-        return _Graph(frozenset(seen), frozenset(edges))
+        return _Graph(frozenset(seen), frozenset(edges), deadlocks, frozenset(fired))
     finally:
         inst.set_recording(True)
 
@@ -584,6 +595,12 @@ def _classify(
         return done("survived", f"{result.verdict.name}; equivalence not decided: {theirs}")
     if theirs == ours:
         return done("equivalent", f"same reachable graph: {len(ours.states):,} states, {len(ours.edges):,} edges")
+    # What `ownership check --deadlock` and the per-action coverage report would show.
+    if theirs.deadlocks and not ours.deadlocks:
+        return done("killed", f"deadlock: {theirs.deadlocks:,} reachable states with work pending and nothing enabled")
+    dead = sorted(ours.fired - theirs.fired)
+    if dead:
+        return done("killed", f"vacuous: action {', '.join(dead)} never fires (it does in the original)")
     return done("survived", f"{result.verdict.name}; reachable graph differs "
                 f"({len(theirs.states):,} vs {len(ours.states):,} states, "
                 f"{len(theirs.edges):,} vs {len(ours.edges):,} edges)")
