@@ -153,7 +153,7 @@ def response_matches_finish(s) -> bool:
 def pages_match_queue(s) -> bool:
     """From prefill until finish a request holds exactly the pages of its input; otherwise none."""
     for r in s.all(Req):
-        held = len(pool.pages_of(s, r))
+        held = pool.held(s, r)
         if s.queue[r] in (Queue.PREFILLED, Queue.RUNNING, Queue.FINISHED):
             if held != ceil_div(s.input_len[r], s.params.page_size):
                 return False
