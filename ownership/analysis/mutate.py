@@ -390,11 +390,13 @@ class _Graph:
     which actions ever fire."""
 
     def __init__(self, states: frozenset[Any], edges: frozenset[tuple[Any, str, Any]], deadlocks: int,
-                 fired: frozenset[str]) -> None:
+                 fired: frozenset[str], stuck: int) -> None:
         self.states = states
         self.edges = edges
         self.deadlocks = deadlocks
         self.fired = fired
+        self.stuck = stuck
+        """States from which no terminal state can be reached (work that can never finish)."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Graph) and self.states == other.states and self.edges == other.edges
@@ -427,9 +429,26 @@ def _graph(inst: Any, deadline: float, max_states: int) -> _Graph | str:
                         return f"more than {max_states:,} states: state graphs not compared"
                     seen.add(sc.state)
                     queue.append(sc.state)
-        return _Graph(frozenset(seen), frozenset(edges), deadlocks, frozenset(fired))
+        return _Graph(frozenset(seen), frozenset(edges), deadlocks, frozenset(fired), _stuck(inst, seen, edges))
     finally:
         inst.set_recording(True)
+
+
+def _stuck(inst: Any, states: set[Any], edges: set[tuple[Any, str, Any]]) -> int:
+    """How many states cannot reach a terminal state (0 when the spec has no terminal predicate)."""
+    if inst.spec.done is None:
+        return 0
+    preds: dict[Any, list[Any]] = {}
+    for a, _, b in edges:
+        preds.setdefault(b, []).append(a)
+    can = {st for st in states if inst.is_terminal(st)}
+    queue = deque(can)
+    while queue:
+        for a in preds.get(queue.popleft(), ()):
+            if a not in can:
+                can.add(a)
+                queue.append(a)
+    return len(states) - len(can)
 
 
 def _expected(spec: Any, result: Any) -> str | None:
@@ -491,7 +510,11 @@ def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress:
                 str(p),
             )
     original_text = p.read_text(encoding="utf-8")
-    original_graph: list[_Graph | str] = []
+    # Built once, up front and outside every mutant's time limit: an interrupted build would
+    # leave the instance's caches half updated for the comparisons that follow.
+    original_graph: list[_Graph | str] = [
+        _graph(Instance(spec, params), time.perf_counter() + max(limit, 60.0), options.max_graph_states)
+    ]
     results: list[MutantResult] = []
     tmp = Path(tempfile.mkdtemp(prefix="ownership-mutate-"))
     try:
@@ -581,9 +604,6 @@ def _classify(
             return done("killed", f"violates {result.violated} in {steps} steps")
         return done("killed", f"{result.verdict.name}, expected a violation of {expected}")
     deadline = start + options.max_seconds_per_mutant
-    if not original_graph:
-        original_graph.append(_graph(base_inst, time.perf_counter() + options.max_seconds_per_mutant,
-                                     options.max_graph_states))
     ours = original_graph[0]
     if isinstance(ours, str):
         return done("survived", f"{result.verdict.name}; equivalence not decided: {ours}")
@@ -598,6 +618,8 @@ def _classify(
     # What `ownership check --deadlock` and the per-action coverage report would show.
     if theirs.deadlocks and not ours.deadlocks:
         return done("killed", f"deadlock: {theirs.deadlocks:,} reachable states with work pending and nothing enabled")
+    if theirs.stuck and not ours.stuck:
+        return done("killed", f"stuck: from {theirs.stuck:,} reachable states no terminal state can be reached")
     dead = sorted(ours.fired - theirs.fired)
     if dead:
         return done("killed", f"vacuous: action {', '.join(dead)} never fires (it does in the original)")
