@@ -401,6 +401,10 @@ class _Graph:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Graph) and self.states == other.states and self.edges == other.edges
 
+    def moves(self) -> frozenset[tuple[Any, str, Any]]:
+        """The edges that change the state (self-loops removed)."""
+        return frozenset(e for e in self.edges if e[0] != e[2])
+
     __hash__ = None  # type: ignore[assignment]
 
 
@@ -615,6 +619,11 @@ def _classify(
         return done("survived", f"{result.verdict.name}; equivalence not decided: {theirs}")
     if theirs == ours:
         return done("equivalent", f"same reachable graph: {len(ours.states):,} states, {len(ours.edges):,} edges")
+    if theirs.states == ours.states and theirs.moves() == ours.moves():
+        # Only steps that change nothing differ: every invariant and every trace, with its
+        # do-nothing steps removed, is the same (safety properties are blind to stuttering).
+        return done("equivalent", f"same {len(ours.states):,} states and state-changing edges; "
+                    "only do-nothing steps differ")
     # What `ownership check --deadlock` and the per-action coverage report would show.
     if theirs.deadlocks and not ours.deadlocks:
         return done("killed", f"deadlock: {theirs.deadlocks:,} reachable states with work pending and nothing enabled")
