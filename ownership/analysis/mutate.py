@@ -605,7 +605,7 @@ def _classify(
     if not _holds(expected, result):
         if result.verdict.name == "VIOLATED":
             steps = len(result.trace) if result.trace is not None else 0
-            return done("killed", f"violates {result.violated} in {steps} steps")
+            return done("killed", f"violates {result.violated} in {steps} step{'' if steps == 1 else 's'}")
         return done("killed", f"{result.verdict.name}, expected a violation of {expected}")
     deadline = start + options.max_seconds_per_mutant
     ours = original_graph[0]
