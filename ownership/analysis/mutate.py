@@ -320,7 +320,11 @@ class MutationReport:
         parts = ", ".join(f"{self.count(o)} {'timed out' if o == 'timeout' else o}" for o in OUTCOMES)
         score = self.score
         shown = "n/a" if score is None else f"{100 * score:.1f}%"
-        return f"{self.spec}: {len(self.results)} mutants: {parts}; non-equivalent mutation score {shown}"
+        line = f"{self.spec}: {len(self.results)} mutants: {parts}; non-equivalent mutation score {shown}"
+        raw = self.raw_score
+        if self.count("accepted") and raw is not None:
+            line += f" ({100 * raw:.1f}% counting the accepted as survivors)"
+        return line
 
     def to_json(self) -> dict[str, Any]:
         """Machine-readable form (``--json``)."""
