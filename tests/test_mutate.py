@@ -138,3 +138,13 @@ def test_library_single_node_catches_a_200_for_a_rejected_prompt() -> None:
     assert got["process_batch_result_prefill+3 negate-if: if s.to_finish[r]: => if not (s.to_finish[r]):"] == "killed"
     report = mutate(SPECS / "sglang_single_node.py", FAST)
     assert report.ok and report.score == 1.0
+
+
+def test_an_acceptance_of_a_killed_mutant_is_flagged(tmp_path: Path) -> None:
+    for name in ("tiny.py", "tiny_derived.py"):
+        (tmp_path / name).write_text((HERE / name).read_text())
+    spec = tmp_path / "tiny_derived.py"
+    spec.write_text(spec.read_text() + '\nspec.accept_mutant("give_back drop-call: pool.free(s, r) => pass", reason="x")\n')
+    report = mutate(spec, FAST)
+    r = next(r for r in report.results if r.mutant.kind == "drop-call")
+    assert r.outcome == "killed" and "remove the acceptance" in r.detail

@@ -531,6 +531,10 @@ def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress:
             reason = accepted.get(m.id) or accepted.get(m.short_id)
             if reason is not None and r.outcome in ("survived", "timeout"):
                 r = MutantResult(m, "accepted", r.detail, r.seconds, reason)
+            elif reason is not None:
+                # The spec now tells this mutant apart: the acceptance is out of date.
+                r = MutantResult(m, r.outcome, r.detail + "; accepted in the spec but no longer survives: "
+                                 "remove the acceptance", r.seconds)
             results.append(r)
             if progress is not None:
                 progress(k, len(mutants), r)
@@ -654,7 +658,7 @@ def report_lines(report: MutationReport, *, verbose: bool = False) -> list[str]:
         elif r.outcome == "accepted":
             out.append(f"accepted  {r.mutant.id}")
             out.append(f"  reason: {r.reason}")
-        elif r.outcome == "invalid" or verbose:
+        elif r.outcome == "invalid" or verbose or "remove the acceptance" in r.detail:
             out.append(f"{r.outcome}  {r.mutant.id}: {r.detail}")
     out.append(report.summary())
     return out
