@@ -148,3 +148,9 @@ def test_an_acceptance_of_a_killed_mutant_is_flagged(tmp_path: Path) -> None:
     report = mutate(spec, FAST)
     r = next(r for r in report.results if r.mutant.kind == "drop-call")
     assert r.outcome == "killed" and "remove the acceptance" in r.detail
+
+
+@pytest.mark.parametrize("engine", ["bmc", "hypothesis"])
+def test_other_engines_classify_the_same(engine: str) -> None:
+    report = mutate(HERE / "tiny.py", MutateOptions(engine=engine, max_seconds_per_mutant=20.0))
+    assert {r.mutant.id: r.outcome for r in report.results} == outcomes(HERE / "tiny.py")
