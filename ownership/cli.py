@@ -904,3 +904,45 @@ def prove(
             typer.echo("  wrote " + ", ".join(str(p) for p in written))
         worst = _worse(worst, result.exit_code)
     raise typer.Exit(int(worst))
+
+
+@app.command()
+def mutate(
+    spec_path: Annotated[Path, typer.Argument(help="Spec file whose own code is mutated.")],
+    engine: Annotated[str, typer.Option("--engine", "-e", help="Engine that checks each mutant: explore, bmc or hypothesis.")] = "explore",
+    max_seconds_per_mutant: Annotated[float, typer.Option(
+        "--max-seconds-per-mutant", min=0.001, help="Time limit per mutant (engine run and graph comparison).")] = 30.0,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write every mutant, its outcome and diff as JSON.")] = None,
+    param: ParamOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List killed and equivalent mutants too.")] = False,
+) -> None:
+    """Mutation-test a spec: does it notice small faults in its own actions, helpers and invariants?
+
+    Exit 0 when every non-equivalent mutant is killed or accepted by the spec, 1 when one survives.
+    """
+    import json
+
+    from ownership.analysis.mutate import MutateOptions, report_lines
+    from ownership.analysis.mutate import mutate as run_mutate
+
+    if engine not in ("explore", "bmc", "hypothesis"):
+        raise OwnershipError(Code.BAD_OPTION, f"--engine {engine!r}: mutate runs explore, bmc or hypothesis")
+    options = MutateOptions(engine=engine, max_seconds_per_mutant=max_seconds_per_mutant,
+                            params=tuple(sorted(_parse_params(param).items())))
+    started = time.perf_counter()
+
+    def progress(k: int, n: int, r: Any) -> None:
+        if time.perf_counter() - started >= 1.0:
+            sys.stderr.write(f"  ... mutant {k}/{n}: {r.outcome} ({r.mutant.function}, line {r.mutant.line})\n")
+            sys.stderr.flush()
+
+    report = run_mutate(spec_path, options, progress)
+    for line in report_lines(report, verbose=verbose):
+        typer.echo(line)
+    if json_out is not None:
+        try:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            json_out.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise OwnershipError(Code.BAD_OPTION, f"--json: cannot write: {exc.strerror or exc}", str(json_out)) from None
+    raise typer.Exit(int(ExitCode.OK if report.ok else ExitCode.VIOLATION))

@@ -63,6 +63,10 @@ class Code(enum.Enum):
     ALLOC_EXCEEDS_POOL = (72, "an allocation asks for more pages than the pool has")
     NOTHING_ENABLED = (73, "no action is enabled in the initial state")
     BAD_MAY_BE_DEAD = (74, "a may_be_dead declaration is malformed")
+    MUTATE_BASELINE = (80, "the unmutated spec does not have its expected verdict")
+    MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
+    MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
+    MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
 
     @property
     def number(self) -> int:

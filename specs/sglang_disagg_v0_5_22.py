@@ -89,3 +89,95 @@ def decode_pop_transferred(s, r: Req):
         s.d_queue[r] = DecodeQ.DONE
         return
     s.d_queue[r] = DecodeQ.RUNNING
+
+
+# -- what the fix must guarantee, beyond the shipped spec's invariants ------------------------
+# Every page decode reads was written (by the transfer of this request's own prefill KV).
+v21.own.invariants("no_read_of_unwritten", spec=spec)
+
+
+@spec.invariant
+def rejected_never_gets_200(s) -> bool:
+    """A prompt either node rejected (``to_finish``) never streams HTTP 200: the incident's bug class."""
+    return not any((s.p_to_finish[r] or s.d_to_finish[r]) and s.http[r] == HTTP.OK_200 for r in s.all(Req))
+
+
+@spec.invariant
+def rejected_prefill_never_runs(s) -> bool:
+    """Prefill never queues or forwards a rejected request, and retires it with ABORT."""
+    for r in s.all(Req):
+        if s.p_to_finish[r]:
+            if s.p_queue[r] in (PrefillQ.WAITING, PrefillQ.FORWARDED):
+                return False
+            if s.p_queue[r] == PrefillQ.DONE and s.p_finished[r] != Finish.ABORT:
+                return False
+    return True
+
+
+@spec.invariant
+def prefill_aborts_only_rejected_or_failed(s) -> bool:
+    """Prefill aborts a request only if it rejected the prompt or the KV transfer failed."""
+    return all(s.p_finished[r] != Finish.ABORT or s.p_to_finish[r] or s.kv[r] == KV.FAILED for r in s.all(Req))
+
+
+@spec.invariant
+def prefill_runs_for_a_reservation(s) -> bool:
+    """Prefill queues or forwards a request only while decode has reserved pages for it (or gave up)."""
+    return all(
+        s.p_queue[r] not in (PrefillQ.WAITING, PrefillQ.FORWARDED) or s.kv[r] in (KV.WAITING_FOR_INPUT, KV.FAILED)
+        for r in s.all(Req)
+    )
+
+
+@spec.invariant
+def pages_match_queues(s) -> bool:
+    """Decode holds a request's reserved pages from preallocation to finish, prefill from forward to send."""
+    for r in s.all(Req):
+        d_held, p_held = decode_pool.held(s, r), v21.prefill_pool.held(s, r)
+        if s.d_queue[r] in (DecodeQ.TRANSFER, DecodeQ.RUNNING, DecodeQ.FINISHED):
+            if d_held != ceil_div(s.d_input_len[r], s.params.page_size):
+                return False
+        elif d_held != 0:
+            return False
+        if s.p_queue[r] == PrefillQ.FORWARDED:
+            if p_held != ceil_div(s.p_input_len[r], s.params.page_size):
+                return False
+        elif p_held != 0:
+            return False
+    return True
+
+
+@spec.invariant
+def response_matches_finish(s) -> bool:
+    """The client hears once, when decode retires the request: 400 with ABORT, 200 before LENGTH."""
+    for r in s.all(Req):
+        q, h, f = s.d_queue[r], s.http[r], s.d_finished[r]
+        if q == DecodeQ.DONE:
+            if not ((h == HTTP.ERROR_400 and f == Finish.ABORT) or (h == HTTP.OK_200 and f == Finish.LENGTH)):
+                return False
+        elif q == DecodeQ.FINISHED:
+            if h != HTTP.OK_200 or f != Finish.NONE:
+                return False
+        elif h != HTTP.NONE or f != Finish.NONE:
+            return False
+    return True
+
+
+# The model has no clock: decode's bootstrap timeout can fail any transfer at any time.  So a
+# rejected request that prefill does not retire, or retires without failing the transfer, still
+# ends with the transfer failed by the timeout, decode's pages freed and its 400 sent: the same
+# outcomes, only later.  How soon a rejection is answered is not a safety property.
+_LATE_400 = "without the retire step, decode's bootstrap timeout still fails the transfer and sends the 400"
+spec.accept_mutant(
+    "prefill_retire_rejected flip-compare: require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.p_to_finish[r]) "
+    "=> require(s.p_queue[r] != PrefillQ.BOOTSTRAP and s.p_to_finish[r])",
+    reason=_LATE_400,
+)
+spec.accept_mutant(
+    "prefill_retire_rejected negate-if: if s.kv[r] == KV.WAITING_FOR_INPUT: => if not (s.kv[r] == KV.WAITING_FOR_INPUT):",
+    reason=_LATE_400,
+)
+spec.accept_mutant(
+    "prefill_retire_rejected flip-compare: if s.kv[r] == KV.WAITING_FOR_INPUT: => if s.kv[r] != KV.WAITING_FOR_INPUT:",
+    reason=_LATE_400,
+)

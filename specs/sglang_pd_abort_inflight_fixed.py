@@ -102,3 +102,22 @@ def deferred_release_timeout(s, r: Req):
 def nothing_in_flight(s) -> bool:
     """Nothing in flight on either node and no release still deferred."""
     return base.nothing_in_flight(s) and deferred.empty(s)
+
+
+# Mutants whose reachable states are the fix's own (only which action label reaches them differs).
+_SAME_RELEASE = ("once the abort is acked, the timeout's release is exactly the release "
+                 "resolve_deferred_releases performs (release itself requires a hold): same successor states")
+spec.accept_mutant(
+    "deferred_release_timeout delete-require: require(deferred.holding(s, r) and not s.abort_acked[r]) => pass",
+    reason=_SAME_RELEASE,
+)
+spec.accept_mutant(
+    "deferred_release_timeout swap-boolop: require(deferred.holding(s, r) and not s.abort_acked[r]) "
+    "=> require((deferred.holding(s, r) or not s.abort_acked[r]))",
+    reason=_SAME_RELEASE,
+)
+spec.accept_mutant(
+    "deferred_release_timeout drop-call: deferred.release(s, r) => pass",
+    reason="the timeout is a fallback: without it the ABORT_ACK path still releases every hold "
+    "(a hold that could never be released is reported as stuck), so only the fallback's edges go",
+)

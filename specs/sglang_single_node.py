@@ -118,3 +118,45 @@ def nothing_in_flight(s) -> bool:
 
 
 own.invariants()
+
+
+@spec.invariant
+def rejected_never_gets_200(s) -> bool:
+    """A rejected prompt (``to_finish`` holds its 400) never streams HTTP 200: the incident's bug class."""
+    return not any(s.to_finish[r] and s.http[r] == HTTP.OK_200 for r in s.all(Req))
+
+
+@spec.invariant
+def admitted_prompt_fits(s) -> bool:
+    """A prompt that was not rejected is shorter than validate_input_length's limit."""
+    limit = min(s.params.context_len - 1, s.params.pool_tokens - 1)
+    return all(s.queue[r] == Queue.IDLE or s.to_finish[r] or s.input_len[r] < limit for r in s.all(Req))
+
+
+@spec.invariant
+def response_matches_finish(s) -> bool:
+    """The client hears once, when the request finishes: 400 with ABORT, 200 with LENGTH, nothing before."""
+    for r in s.all(Req):
+        q, h, f = s.queue[r], s.http[r], s.finished_reason[r]
+        if q == Queue.DONE:
+            if not ((h == HTTP.ERROR_400 and f == Finish.ABORT) or (h == HTTP.OK_200 and f == Finish.LENGTH)):
+                return False
+        elif q == Queue.FINISHED:
+            if h != HTTP.OK_200 or f != Finish.NONE:
+                return False
+        elif h != HTTP.NONE or f != Finish.NONE:
+            return False
+    return True
+
+
+@spec.invariant
+def pages_match_queue(s) -> bool:
+    """From prefill until finish a request holds exactly the pages of its input; otherwise none."""
+    for r in s.all(Req):
+        held = pool.held(s, r)
+        if s.queue[r] in (Queue.PREFILLED, Queue.RUNNING, Queue.FINISHED):
+            if held != ceil_div(s.input_len[r], s.params.page_size):
+                return False
+        elif held != 0:
+            return False
+    return True

@@ -143,3 +143,18 @@ def block_free_or_held(s) -> bool:
         (s.kv_free[p] == 1 and s.kv_holders[p] == 0) or (s.kv_free[p] == 0 and s.kv_holders[p] != 0)
         for p in s.all(pool.Page)
     )
+
+
+# vLLM's finish_requests aborts a request in any status; the model lets only running ones finish.
+# Letting every status finish (the two mutants below) is safe as well: the fix holds for those too.
+_ANY_STATUS = ("finishing a request in any status (as finish_requests does) keeps the fix safe: "
+               "the model only restricts finishing to running requests")
+spec.accept_mutant(
+    "finish_or_preempt delete-require: require(s.status[r] == Status.RUNNING and scheduler_between_steps(s)) => pass",
+    reason=_ANY_STATUS,
+)
+spec.accept_mutant(
+    "finish_or_preempt swap-boolop: require(s.status[r] == Status.RUNNING and scheduler_between_steps(s)) "
+    "=> require((s.status[r] == Status.RUNNING or scheduler_between_steps(s)))",
+    reason=_ANY_STATUS + " (with async scheduling the scheduler always runs between steps)",
+)

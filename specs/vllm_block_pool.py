@@ -226,3 +226,51 @@ def ref_cnt_never_negative(s) -> bool:
 def free_queue_holds_unreferenced_blocks(s) -> bool:
     """A block is in the free queue exactly when its ref_cnt is 0 (get_new_blocks asserts it)."""
     return all(s.in_free_queue[b] == (s.ref_cnt[b] == 0) for b in s.all(Block))
+
+
+@spec.terminal
+def nothing_held(s) -> bool:
+    """No block is referenced: every request gave its blocks back (the pool can always get here)."""
+    return all(s.ref_cnt[b] == 0 for b in s.all(Block))
+
+
+# -- mutants this model cannot tell from the real thing (``ownership mutate``) ------------------
+# The model has no block contents, so a block that keeps or gets the wrong hash is a state it
+# also reaches legitimately; giving it contents needs a ghost variable (and more states).
+_NO_CONTENT = ("the model has no block contents: a block with a stale or wrong hash is a state the model "
+               "also reaches by caching that block; catching it needs a ghost variable of contents")
+# The guards marked `contract` are the callers' side (see the module docstring): BlockPool checks
+# none of them, and docs/real-engines.md shows what breaking one does to the real engine.
+_CONTRACT = "a caller contract BlockPool does not check (module docstring); breaking it is shown in docs/real-engines.md"
+_ORDER = ("the free queue's order is the eviction policy (which cached prefix goes first), "
+          "not a safety property: every order keeps the ref counts and the queue's membership right")
+for _mutant, _reason in (
+    ('get_new_blocks delete-require: require(num_blocks <= get_num_free_blocks(s)) # else: ValueError("Cannot get ... '
+     'free blocks") => pass # else: ValueError("Cannot get ... free blocks")',
+     "popleft_n of more blocks than are queued returns the whole queue: the model has no caller that "
+     "counts what it got (the engine raises ValueError instead)"),
+    ("get_new_blocks drop-call: _maybe_evict_cached_block(s, block) => pass", _NO_CONTENT),
+    ("free_blocks negate-if: if s.block_hash[block] == None: # noqa: E711 => "
+     "if not (s.block_hash[block] == None): # noqa: E711", _ORDER),
+    ("free_blocks flip-compare: if s.block_hash[block] == None: # noqa: E711 => "
+     "if s.block_hash[block] != None: # noqa: E711", _ORDER),
+    ("touch_cached_block flip-compare: cached = [b for b in s.all(Block) if s.block_hash[b] == block_hash] => "
+     "cached = [b for b in s.all(Block) if s.block_hash[b] != block_hash]", _NO_CONTENT),
+    ("touch_cached_block delete-require: require(all(s.ref_cnt[b] < s.params.max_refs for b in cached)) # bound of "
+     "the model, not of the engine => pass # bound of the model, not of the engine",
+     "max_refs only keeps the model finite: without it reference counts are unbounded and no search ends"),
+    ("cache_full_blocks delete-require: require(s.ref_cnt[block] > 0) # contract: a block of the request being "
+     "cached => pass # contract: a block of the request being cached", _CONTRACT),
+    ("cache_full_blocks flip-compare: require(s.ref_cnt[block] > 0) # contract: a block of the request being "
+     "cached => require(s.ref_cnt[block] <= 0) # contract: a block of the request being cached", _CONTRACT),
+    ("cache_full_blocks delete-require: require(s.block_hash[block] == None) # noqa: E711 - a full block is cached "
+     "once (else an assert) => pass # noqa: E711 - a full block is cached once (else an assert)", _CONTRACT),
+    ("evict_blocks drop-call: _maybe_evict_cached_block(s, block) => pass",
+     "evict_blocks only drops cache entries; without it a hash stays until get_new_blocks or reset drop it, "
+     "and no block's references or queue membership change"),
+    ("reset_prefix_cache negate-if: if get_num_free_blocks(s) != s.size(Block): => "
+     "if not (get_num_free_blocks(s) != s.size(Block)):", _NO_CONTENT),
+    ("reset_prefix_cache flip-compare: if get_num_free_blocks(s) != s.size(Block): => "
+     "if get_num_free_blocks(s) == s.size(Block):", _NO_CONTENT),
+):
+    spec.accept_mutant(_mutant, reason=_reason)

@@ -51,3 +51,28 @@ def free(s, r: Seq):
     blocks.free(s, r, blocks.live(s, n))  # FIX: set(block_table[-self.block_sliding_window:])
     blocks.truncate(s, r)
     s.status[r] = Phase.FINISHED
+
+
+# What the fix must keep, beyond the invariant the buggy version breaks: every block's
+# count is the number of live windows naming it (so no block is freed early or kept forever).
+blocks.invariants("refcount_matches_tables", spec=spec)
+
+
+@spec.invariant
+def tables_match_status(s) -> bool:
+    """A running sequence's table holds at least its prompt; an idle or finished one's is empty."""
+    for r in s.all(Seq):
+        n = blocks.length(s, r)
+        if s.status[r] == Phase.RUNNING:
+            if n < s.params.prompt_blocks:
+                return False
+        elif n != 0:
+            return False
+    return True
+
+
+spec.accept_mutant(
+    "free delete-require: require(s.status[r] == Phase.RUNNING) => pass",
+    reason="freeing a sequence that is not running frees an empty table: a no-op, as in vLLM's "
+    "BlockSpaceManager.free (a sequence without a block table returns early)",
+)

@@ -84,9 +84,15 @@ def test_vllm_fix_is_the_pr_and_both_parts_are_needed() -> None:
 
 def test_vllm_fix_is_incomplete_beyond_the_prs_scenario() -> None:
     """Past more than W decode steps after a fork, block_table[len % W] names a stale entry."""
-    result = explore(instance("vllm_fork_double_free_fixed", max_blocks=6, num_gpu_blocks=6))
+    big = {"max_blocks": 6, "num_gpu_blocks": 6}
+    result = explore(instance("vllm_fork_double_free_fixed", **big), ExploreOptions(invariants=("no_free_while_referenced",)))
     assert result.violated == "no_free_while_referenced" and result.trace is not None
     assert len(result.trace) == 6
+    # The fixed spec also checks refcount_matches_tables, which sees the stale entry one step
+    # earlier: the sixth entry names a block without taking a reference to it.
+    result = explore(instance("vllm_fork_double_free_fixed", **big))
+    assert result.violated == "refcount_matches_tables" and result.trace is not None
+    assert len(result.trace) == 5
 
 
 def _patched(*, fork: str, free: str) -> Instance:

@@ -252,6 +252,9 @@ class Spec:
     """Functions declared with :meth:`helper`, which a derived spec may replace."""
     warnings: list[SpecWarning] = field(default_factory=list)
     """What loading the spec file warned about (a function that looks like an unregistered action)."""
+    accepted_mutants: dict[str, str] = field(default_factory=dict)
+    """Mutant ids (see ``ownership mutate``) this spec accepts as survivors, with the reason.
+    Not inherited by :meth:`derive`: each file answers for the mutants of its own code."""
 
     def __post_init__(self) -> None:
         if self.file is None:
@@ -522,6 +525,17 @@ class Spec:
         """
         self.done = fn
         return fn
+
+    def accept_mutant(self, mutant: str, *, reason: str) -> None:
+        """Accept a surviving mutant of this spec file (``ownership mutate``), saying why.
+
+        ``mutant`` is the id ``ownership mutate`` prints (``action+3 delete-require: ...``)
+        or that id without its ``+line`` offset.  An accepted survivor is reported
+        as accepted, not as a survivor.
+        """
+        if not isinstance(reason, str) or not reason.strip():
+            raise self._error(f"accept_mutant {mutant!r}: give a reason")
+        self.accepted_mutants[mutant] = reason
 
     # -- queries ------------------------------------------------------------
     def validate(self) -> None:

@@ -82,11 +82,14 @@ class Ownership:
         return p
 
     # -- built-in invariants ---------------------------------------------------
-    def invariants(self, *names: str, idle: Callable[[Any], bool] | None = None) -> None:
+    def invariants(self, *names: str, idle: Callable[[Any], bool] | None = None, spec: Spec | None = None) -> None:
         """Register built-in invariants by name (all of them when none are named).
 
         ``pages_returned_when_idle`` needs ``idle(s)``: true when no request is
         in flight (defaults to the spec's ``@spec.terminal`` predicate).
+        ``spec`` registers them on a spec derived from the one the pools were
+        declared in (a fixed version checking a stronger property), leaving
+        that one as it was.
         """
         builtins = self._builtins(idle)
         if idle is None:
@@ -97,7 +100,7 @@ class Ownership:
             if n not in builtins:
                 file, line = caller_location(2)
                 raise OwnershipError(Code.UNKNOWN_INVARIANT, f"no built-in invariant {n!r} (known: {', '.join(builtins)})", file, line)
-            self.spec.invariant(builtins[n], name=n)
+            (spec or self.spec).invariant(builtins[n], name=n)
 
     def _builtins(self, idle: Callable[[Any], bool] | None) -> dict[str, Callable[[Any], bool]]:
         Req = self.requests
@@ -191,6 +194,11 @@ class PagePool:
         mine.sort(key=slots.__getitem__)
         every = s.all(self.Page)  # elements of a symmetric pool, ints of an ordered one
         return [every[p] for p in mine]
+
+    def held(self, s: Any, r: int) -> Any:
+        """How many pages ``r``'s page table holds (a solver term under the symbolic engines)."""
+        # (bit == 1) is a bool, so the sum stays an ordinary int under the solver (as in refcount).
+        return sum((h >> r & 1) == 1 for h in getattr(s, self.holders_var))
 
     # -- operations ------------------------------------------------------------
     def alloc(self, s: Any, r: int, n: int, first_slot: int = 0) -> list[int]:

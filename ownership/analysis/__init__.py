@@ -1,0 +1,1 @@
+"""Analyses of specs themselves (rather than of the protocols they model): mutation testing."""

@@ -1,0 +1,156 @@
+"""``ownership mutate``: mutant generation, classification, accepted survivors and the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ownership.analysis.mutate import MutateOptions, generate_mutants, mutate
+from ownership.cli import app
+from ownership.errors import Code, OwnershipError
+
+HERE = Path(__file__).resolve().parent / "mutate"
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+FAST = MutateOptions(max_seconds_per_mutant=10.0)
+
+
+def outcomes(path: Path, options: MutateOptions = FAST) -> dict[str, str]:
+    return {r.mutant.id: r.outcome for r in mutate(path, options).results}
+
+
+def test_mutants_of_a_small_spec_exactly() -> None:
+    ids = [m.id for m in generate_mutants(HERE / "tiny.py")]
+    assert ids == [
+        "take+2 delete-require: require(s.phase[r] == Phase.IDLE) => pass",
+        "take+2 flip-compare: require(s.phase[r] == Phase.IDLE) => require(s.phase[r] != Phase.IDLE)",
+        "take+3 drop-call: pool.write(s, r, pool.alloc(s, r, 1)) => pass",
+        "give_back+2 delete-require: require(s.phase[r] == Phase.HELD) => pass",
+        "give_back+2 flip-compare: require(s.phase[r] == Phase.HELD) => require(s.phase[r] != Phase.HELD)",
+        "give_back+3 drop-call: pool.read(s, r, pool.pages_of(s, r)) => pass",
+        "give_back+4 drop-call: pool.free(s, r) => pass",
+        "idle+1 flip-compare: return all(s.phase[r] != Phase.HELD for r in s.all(Req)) => "
+        "return all(s.phase[r] == Phase.HELD for r in s.all(Req))",
+    ]
+    # Stable: the same ids on every run, and every mutant keeps the file's line count.
+    assert [m.id for m in generate_mutants(HERE / "tiny.py")] == ids
+    text = (HERE / "tiny.py").read_text()
+    assert all(m.source.count("\n") == text.count("\n") for m in generate_mutants(HERE / "tiny.py"))
+
+
+def test_every_operator() -> None:
+    kinds = {m.kind for m in generate_mutants(SPECS / "sglang_disagg_v0_5_22.py")}
+    kinds |= {m.kind for m in generate_mutants(HERE / "endless.py")}
+    assert kinds == {"delete-require", "flip-compare", "swap-boolop", "negate-if", "drop-call", "const+1", "const-1"}
+    # and/or flips every keyword of the chain, parenthesised so precedence cannot change
+    swap = next(m for m in generate_mutants(SPECS / "sglang_disagg_v0_5_22.py") if m.kind == "swap-boolop")
+    assert swap.old == "if s.d_finished[r] == Finish.ABORT or s.d_to_finish[r]: # FIX: to_finish is a rejection too"
+    assert swap.new == "if (s.d_finished[r] == Finish.ABORT and s.d_to_finish[r]): # FIX: to_finish is a rejection too"
+
+
+def test_killed_survived_equivalent() -> None:
+    got = outcomes(HERE / "tiny.py")
+    assert got["give_back+4 drop-call: pool.free(s, r) => pass"] == "killed"  # pages_returned_when_idle
+    assert got["give_back+3 drop-call: pool.read(s, r, pool.pages_of(s, r)) => pass"] == "equivalent"
+    assert got["take+2 delete-require: require(s.phase[r] == Phase.IDLE) => pass"] == "survived"
+    assert got["take+3 drop-call: pool.write(s, r, pool.alloc(s, r, 1)) => pass"] == "survived"
+    # a guard that can never hold: the action never fires, which the original does
+    assert got["take+2 flip-compare: require(s.phase[r] == Phase.IDLE) => require(s.phase[r] != Phase.IDLE)"] == "killed"
+    # a guard that blocks the request half-way: work pending and nothing enabled
+    assert got["give_back+2 flip-compare: require(s.phase[r] == Phase.HELD) => require(s.phase[r] != Phase.HELD)"] == "killed"
+    report = mutate(HERE / "tiny.py", FAST)
+    assert (report.count("killed"), report.count("survived"), report.count("equivalent")) == (4, 3, 1)
+    assert report.score == pytest.approx(4 / 7)
+    assert not report.ok
+
+
+def test_a_mutant_that_never_returns_times_out() -> None:
+    got = outcomes(HERE / "endless.py", MutateOptions(max_seconds_per_mutant=0.5))
+    assert got["bump+3 flip-compare: while n != 0: => while n == 0:"] == "timeout"
+
+
+def test_derived_spec_mutates_only_its_own_code_and_accepts_a_survivor() -> None:
+    report = mutate(HERE / "tiny_derived.py", FAST)
+    assert {r.mutant.function for r in report.results} == {"give_back", "held_means_one_page"}
+    accepted = [r for r in report.results if r.outcome == "accepted"]
+    assert [r.mutant.id for r in accepted] == ["give_back+2 delete-require: require(s.phase[r] == Phase.HELD) => pass"]
+    assert accepted[0].reason == "freeing a request that holds nothing is a no-op"
+    assert report.ok and report.score == 1.0 and report.raw_score == pytest.approx(5 / 6)
+
+
+def test_an_acceptance_that_matches_nothing_is_an_error(tmp_path: Path) -> None:
+    for name in ("tiny.py", "tiny_derived.py"):
+        (tmp_path / name).write_text((HERE / name).read_text())
+    stale = tmp_path / "tiny_derived.py"
+    stale.write_text(stale.read_text().replace("Phase.HELD) => pass", "Phase.DONE) => pass"))
+    with pytest.raises(OwnershipError) as info:
+        mutate(stale, FAST)
+    assert info.value.code is Code.MUTATE_STALE_ACCEPT
+
+
+def test_the_original_must_have_its_expected_verdict(tmp_path: Path) -> None:
+    bad = tmp_path / "tiny.py"
+    bad.write_text((HERE / "tiny.py").read_text().replace("    pool.free(s, r)\n", "    pass\n"))
+    with pytest.raises(OwnershipError) as info:
+        mutate(bad, FAST)
+    assert info.value.code is Code.MUTATE_BASELINE
+
+
+def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["mutate", str(HERE / "tiny.py"), "--json", str(tmp_path / "m.json")])
+    assert res.exit_code == 1, res.output
+    assert "SURVIVED  take+2 delete-require" in res.stdout
+    assert "-    require(s.phase[r] == Phase.IDLE)\n" in res.stdout and "+    pass\n" in res.stdout
+    assert res.stdout.rstrip().splitlines()[-1] == (
+        "tiny: 8 mutants: 4 killed, 3 survived, 1 equivalent, 0 timed out, 0 invalid, 0 accepted; "
+        "non-equivalent mutation score 57.1%"
+    )
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert data["counts"] == {"killed": 4, "survived": 3, "equivalent": 1, "timeout": 0, "invalid": 0,
+                              "accepted": 0, "generated": 8}
+    assert data["ok"] is False and [m["outcome"] for m in data["mutants"]].count("survived") == 3
+
+    res = runner.invoke(app, ["mutate", str(HERE / "tiny_derived.py")])
+    assert res.exit_code == 0, res.output
+    assert "accepted  give_back+2" in res.stdout
+
+    for args in (["--engine", "nope"], ["--max-seconds-per-mutant", "0"], ["-p", "nope=1"]):
+        res = runner.invoke(app, ["mutate", str(HERE / "tiny.py"), *args])
+        assert res.exit_code == 2, (args, res.output)
+    res = runner.invoke(app, ["mutate", str(tmp_path / "missing.py")])
+    assert res.exit_code == 2 and "OWN002" in res.output
+
+
+@pytest.mark.slow
+def test_library_fork_fix_kills_every_mutant() -> None:
+    report = mutate(SPECS / "vllm_fork_double_free_fixed.py", FAST)
+    assert report.ok and report.score == 1.0
+    assert (len(report.results), report.count("killed"), report.count("accepted")) == (17, 16, 1)
+
+
+@pytest.mark.slow
+def test_library_single_node_catches_a_200_for_a_rejected_prompt() -> None:
+    # The incident's bug class: the rejected placeholder goes on to decode and streams 200.
+    got = outcomes(SPECS / "sglang_single_node.py")
+    assert got["process_batch_result_prefill+3 negate-if: if s.to_finish[r]: => if not (s.to_finish[r]):"] == "killed"
+    report = mutate(SPECS / "sglang_single_node.py", FAST)
+    assert report.ok and report.score == 1.0
+
+
+def test_an_acceptance_of_a_killed_mutant_is_flagged(tmp_path: Path) -> None:
+    for name in ("tiny.py", "tiny_derived.py"):
+        (tmp_path / name).write_text((HERE / name).read_text())
+    spec = tmp_path / "tiny_derived.py"
+    spec.write_text(spec.read_text() + '\nspec.accept_mutant("give_back drop-call: pool.free(s, r) => pass", reason="x")\n')
+    report = mutate(spec, FAST)
+    r = next(r for r in report.results if r.mutant.kind == "drop-call")
+    assert r.outcome == "killed" and "remove the acceptance" in r.detail
+
+
+@pytest.mark.parametrize("engine", ["bmc", "hypothesis"])
+def test_other_engines_classify_the_same(engine: str) -> None:
+    report = mutate(HERE / "tiny.py", MutateOptions(engine=engine, max_seconds_per_mutant=20.0))
+    assert {r.mutant.id: r.outcome for r in report.results} == outcomes(HERE / "tiny.py")
