@@ -82,7 +82,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     opts["symmetry"] = bool(options.symmetry and (plan.permuted or plan.sorted))
 
     view = inst.view
-    cur = view.cur
+    cur = view._cells
 
     reads = view._reads
     # An invariant that held is a function of the cells it read: in a later

@@ -180,7 +180,7 @@ class _View(CellView):
         object.__setattr__(self, "_inst", inst)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "_ex", forker)
-        object.__setattr__(self, "cur", [])
+        object.__setattr__(self, "_cells", [])
         object.__setattr__(self, "picks", [])
         object.__setattr__(self, "_scalars", {})
         for lay in inst.layouts.values():
@@ -190,7 +190,7 @@ class _View(CellView):
                 object.__setattr__(self, lay.name, SymField(self, lay.offset, lay.shape))
 
     def read_cell(self, pos: int) -> Any:
-        v = self.cur[pos]
+        v = self._cells[pos]
         return Sym(v, self._ex) if isinstance(v, z3.ExprRef) else v
 
     def write_cell(self, pos: int, value: Any) -> None:
@@ -198,13 +198,13 @@ class _View(CellView):
             e = z3.simplify(value.e)
             value = e.as_signed_long() if isinstance(e, z3.BitVecNumRef) else (
                 z3.is_true(e) if z3.is_bool(e) and (z3.is_true(e) or z3.is_false(e)) else e)
-        self.cur[pos] = value
+        self._cells[pos] = value
 
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:
             raise Disabled
         if domain is not None and domain.name in self._inst.view._reduce:
-            options = self._inst.distinct_elements(domain.name, options, [self._ex.intern(v) for v in self.cur])
+            options = self._inst.distinct_elements(domain.name, options, [self._ex.intern(v) for v in self._cells])
         value = options[self._ex.decide(len(options))]
         self.picks.append(value)
         return value
@@ -425,12 +425,12 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
         forker.base = list(pc)
 
         def reset() -> None:
-            object.__setattr__(view, "cur", list(state))
+            object.__setattr__(view, "_cells", list(state))
             view.picks.clear()
 
         try:
             return [
-                (enabled, result, list(view.picks), tuple(view.cur), tuple(forker.pc))
+                (enabled, result, list(view.picks), tuple(view._cells), tuple(forker.pc))
                 for enabled, result in forker.run(fn, reset)
             ]
         except (OwnershipError, Disabled):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from ownership.errors import Code, OwnershipError, location_in
+from ownership.errors import Code, OwnershipError, caller_location, location_in
 from ownership.spec.model import Action, Disabled, Domain, Params, Spec, Values
 
 State = tuple[Any, ...]
@@ -86,10 +86,10 @@ class Field1:
     skip re-running an action whose guard failed on the same cell values.
     """
 
-    __slots__ = ("cur", "off", "n", "reads")
+    __slots__ = ("_cells", "off", "n", "reads")
 
     def __init__(self, cur: list[Any], off: int, n: int, reads: list[int]) -> None:
-        self.cur = cur
+        self._cells = cur
         self.off = off
         self.n = n
         self.reads = reads
@@ -99,16 +99,16 @@ class Field1:
             raise IndexError(f"index {i} out of range 0..{self.n - 1}")
         pos = self.off + i
         self.reads.append(pos)
-        return self.cur[pos]
+        return self._cells[pos]
 
     def __setitem__(self, i: int, value: Any) -> None:
         if not 0 <= i < self.n:
             raise IndexError(f"index {i} out of range 0..{self.n - 1}")
-        self.cur[self.off + i] = value
+        self._cells[self.off + i] = value
 
     def __iter__(self) -> Iterator[Any]:
         self.reads.extend(range(self.off, self.off + self.n))
-        return iter(self.cur[self.off : self.off + self.n])
+        return iter(self._cells[self.off : self.off + self.n])
 
     def __len__(self) -> int:
         return self.n
@@ -117,10 +117,10 @@ class Field1:
 class FieldN:
     """``s.var[i, j]`` for a variable indexed by several domains."""
 
-    __slots__ = ("cur", "off", "shape", "strides", "reads")
+    __slots__ = ("_cells", "off", "shape", "strides", "reads")
 
     def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int]) -> None:
-        self.cur = cur
+        self._cells = cur
         self.off = off
         self.shape = shape
         self.reads = reads
@@ -139,10 +139,27 @@ class FieldN:
     def __getitem__(self, key: tuple[int, ...]) -> Any:
         pos = self._pos(key)
         self.reads.append(pos)
-        return self.cur[pos]
+        return self._cells[pos]
 
     def __setitem__(self, key: tuple[int, ...], value: Any) -> None:
-        self.cur[self._pos(key)] = value
+        self._cells[self._pos(key)] = value
+
+
+def raw_cells_error() -> OwnershipError:
+    """``s.cur``: the raw cell list is the engines' own, and reading it hides reads from the checker.
+
+    The explorer skips re-running a disabled action when the cells its guard
+    read are unchanged; a read that bypasses the variables is not in that log,
+    so such a spec could be skipped in states where it would fire.
+    """
+    file, line = caller_location(3)
+    return OwnershipError(
+        Code.SPEC_IMPURE,
+        "s.cur is not part of the view: read state through its variables (s.var[i], s.scalar), "
+        "so the checker sees every cell an action or invariant depends on",
+        file,
+        line,
+    )
 
 
 class ViewBase:
@@ -199,7 +216,7 @@ class View(ViewBase):
 
     def __init__(self, instance: Instance) -> None:
         object.__setattr__(self, "_inst", instance)
-        object.__setattr__(self, "cur", [None] * instance.width)
+        object.__setattr__(self, "_cells", [None] * instance.width)
         object.__setattr__(self, "params", instance.params)
         object.__setattr__(self, "events", [])
         object.__setattr__(self, "_picks", [])
@@ -212,7 +229,7 @@ class View(ViewBase):
         object.__setattr__(self, "recording", True)
         object.__setattr__(self, "_scalars", {})
         object.__setattr__(self, "_reads", [])
-        cur = self.cur
+        cur = self._cells
         reads = self._reads
         for lay in instance.layouts.values():
             if not lay.shape:
@@ -226,12 +243,14 @@ class View(ViewBase):
         scalars = object.__getattribute__(self, "_scalars")
         if name in scalars:
             self._reads.append(scalars[name])
-            return self.cur[scalars[name]]
+            return self._cells[scalars[name]]
+        if name == "cur":
+            raise raw_cells_error()
         raise AttributeError(f"spec has no state variable or view method {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._scalars:
-            self.cur[self._scalars[name]] = value
+            self._cells[self._scalars[name]] = value
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 
@@ -265,7 +284,7 @@ class View(ViewBase):
             self._chosen.append(value)
             return value
         if domain is not None and domain.name in self._reduce:
-            options = self._inst.distinct_elements(domain.name, options, self.cur)
+            options = self._inst.distinct_elements(domain.name, options, self._cells)
         idx = self._prefix[pos] if pos < len(self._prefix) else 0
         value = options[idx]
         self._picks.append(idx)
@@ -437,7 +456,7 @@ class Instance:
         """
         out: list[tuple[ActionInstance, Successor]] = []
         view = self.view
-        cur = view.cur
+        cur = view._cells
         events = view.events
         picks = view._picks
         counts = view._counts
@@ -489,7 +508,7 @@ class Instance:
 
     def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None) -> None:
         view = self.view
-        cur = view.cur
+        cur = view._cells
         fn = ai.action.fn
         args = ai.args
         picks = view._picks
@@ -541,7 +560,7 @@ class Instance:
     def _run_once(self, state: State, ai: ActionInstance, hook: str, value: Any) -> Successor | None:
         """One run of ``ai`` with the view's choice ``hook`` (``_forced`` or ``_chooser``) set to ``value``."""
         view = self.view
-        view.cur[:] = state
+        view._cells[:] = state
         view.events.clear()
         view._picks.clear()
         view._counts.clear()
@@ -558,7 +577,7 @@ class Instance:
             raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
         finally:
             object.__setattr__(view, hook, None)
-        return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+        return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events))
 
     def first_outcome(self, state: State, ai: ActionInstance) -> Successor | None:
         """One outcome of ``ai`` in ``state`` (``None`` exactly when it is disabled).
@@ -574,7 +593,7 @@ class Instance:
         pending: list[tuple[int, ...]] = [()]
         while pending:
             prefix = pending.pop()
-            view.cur[:] = state
+            view._cells[:] = state
             view.events.clear()
             view._picks.clear()
             view._counts.clear()
@@ -602,7 +621,7 @@ class Instance:
             except Exception as exc:  # noqa: BLE001 - spec code is user code
                 raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
             view._prefix.clear()
-            return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+            return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events))
         view._prefix.clear()
         return None
 
@@ -635,7 +654,7 @@ class Instance:
     def violated(self, state: State) -> str | None:
         """Name of the first invariant ``state`` violates, or ``None``."""
         view = self.view
-        view.cur[:] = state
+        view._cells[:] = state
         for inv in self.invariants:
             try:
                 ok = inv.fn(view)
@@ -648,7 +667,7 @@ class Instance:
     def holds(self, state: State, invariant: str) -> bool:
         """Whether ``state`` satisfies the named invariant."""
         view = self.view
-        view.cur[:] = state
+        view._cells[:] = state
         inv = self.spec.invariants[invariant]
         try:
             return bool(inv.fn(view))
@@ -659,7 +678,7 @@ class Instance:
         """Whether the spec calls ``state`` finished (no request pending)."""
         if self.spec.done is None:
             return False
-        self.view.cur[:] = state
+        self.view._cells[:] = state
         return bool(self.spec.done(self.view))
 
     # -- representation -------------------------------------------------------
