@@ -20,7 +20,7 @@ from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
+from ownership.spec.instance import Instance, State, invariant_value
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     else:
         checked = list(spec.invariants.values())
     names = tuple(i.name for i in checked)
+    checked_names = frozenset(names)
     canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
     opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
     notes = [plan.describe() if options.symmetry else "symmetry reduction off"]
@@ -97,7 +98,8 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
             if fp is not None and fp[0](st) == fp[1]:
                 continue
             reads.clear()
-            if not inv.fn(view):
+            ok = inv.fn(view)
+            if ok is not True and (ok is False or not invariant_value(inv, ok)):
                 return inv.name
             if reads:
                 getter = itemgetter(*reads)
@@ -174,6 +176,16 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
                 succs = expand(st)
                 transitions += len(succs)
                 for ai, sc in succs:
+                    if sc.violations and not checked_names.isdisjoint(sc.violations):
+                        # An event of this step is marked as violating a checked invariant: the
+                        # step is a violation even if its state was seen (or satisfies them all).
+                        nid = len(parent)
+                        parent.append(idx)
+                        via_action.append(ai.index)
+                        if sc.picks:
+                            via_picks[nid] = sc.picks
+                        return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1,
+                                      inst.step_violated(sc, names), nid)
                     h = canon(sc.state)
                     if h in seen:
                         continue

@@ -17,7 +17,17 @@ from operator import itemgetter
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, caller_location, location_in
-from ownership.spec.model import Action, Disabled, Domain, Params, Spec, Values
+from ownership.spec.model import (
+    Action,
+    Disabled,
+    Domain,
+    Invariant,
+    Params,
+    Spec,
+    Values,
+    describe_type,
+    is_truth_value,
+)
 
 State = tuple[Any, ...]
 """A concrete state: one flat tuple, variables laid out in declaration order."""
@@ -145,6 +155,33 @@ class FieldN:
         self._cells[self._pos(key)] = value
 
 
+def invariant_value(inv: Invariant, value: object) -> bool:
+    """The truth of what invariant ``inv`` returned; OWN065 unless it is a bool.
+
+    A list, a generator or a non-zero count is always true, so an invariant
+    returning one could never fail and every check would say PROVED.
+    """
+    if value is True:
+        return True
+    if value is False:
+        return False
+    if is_truth_value(value):
+        return bool(value)
+    raise not_bool_error(inv, value)
+
+
+def not_bool_error(inv: Invariant, value: object) -> OwnershipError:
+    """OWN065 for invariant ``inv`` returning ``value``."""
+    hint = (" (a list or a generator is true whenever it is non-empty, so the invariant could never fail: "
+            "return all(...) or any(...) of the condition)") if not isinstance(value, (int, type(None))) else ""
+    return OwnershipError(
+        Code.SPEC_NOT_BOOL,
+        f"invariant {inv.name} returned {describe_type(value)}, not a bool{hint}",
+        inv.file,
+        inv.line,
+    )
+
+
 def raw_cells_error() -> OwnershipError:
     """``s.cur``: the raw cell list is the engines' own, and reading it hides reads from the checker.
 
@@ -199,7 +236,21 @@ class ViewBase:
         return invariant in self._inst.spec.invariants
 
     def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
-        """Record an event for the trace picture; only views that record keep it."""
+        """Record an event for the trace picture; only views that record keep it.
+
+        ``violates=X`` makes the step a violation of invariant ``X`` (when it
+        is checked) in every engine, recording or not.
+        """
+        if violates is not None:
+            self.flag(violates)
+
+    def flag(self, invariant: str, when: Any = True) -> None:
+        """This step violates ``invariant`` (if ``when``): what ``emit(..., violates=X)`` records.
+
+        Vocabulary code calls it where the event itself is only built while
+        recording; under the Z3 engines ``when`` may be a symbolic bool, which
+        records the condition without forking the path.
+        """
         return None
 
 
@@ -229,6 +280,7 @@ class View(ViewBase):
         object.__setattr__(self, "recording", True)
         object.__setattr__(self, "_scalars", {})
         object.__setattr__(self, "_reads", [])
+        object.__setattr__(self, "_flags", [])
         cur = self._cells
         reads = self._reads
         for lay in instance.layouts.values():
@@ -299,8 +351,16 @@ class View(ViewBase):
         are rebuilt when the trace is replayed; code that computes costly
         event fields can check ``s.recording`` first.
         """
+        if violates is not None and violates not in self._flags:
+            # Kept whether or not recording: a violating event is a violation in every engine.
+            self._flags.append(violates)
         if self.recording:
             self.events.append(Event(kind, tuple(fields.items()), violates))
+
+    def flag(self, invariant: str, when: Any = True) -> None:
+        """This step violates ``invariant`` if ``when`` (see :meth:`ViewBase.flag`)."""
+        if when and invariant not in self._flags:
+            self._flags.append(invariant)
 
 
 @dataclass(frozen=True)
@@ -320,6 +380,8 @@ class Successor:
     state: State
     picks: tuple[Any, ...]
     events: tuple[Event, ...]
+    violations: tuple[str, ...] = ()
+    """Invariants an event of this step was marked as violating (``s.emit(..., violates=X)``), in order."""
 
 
 def _range(lo: int | None, hi: int | None) -> str:
@@ -462,6 +524,7 @@ class Instance:
         counts = view._counts
         prefix = view._prefix
         reads = view._reads
+        flags = view._flags
         footprints = self._footprints
         for ai in self.action_instances:
             fp = footprints[ai.index]
@@ -477,6 +540,8 @@ class Instance:
                 prefix.clear()
             if events:
                 events.clear()
+            if flags:
+                flags.clear()
             fired = True
             try:
                 ai.action.fn(view, *ai.args)
@@ -492,13 +557,13 @@ class Instance:
             except Exception as exc:  # noqa: BLE001 - spec code is user code
                 raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
             if not picks:
-                out.append((ai, Successor(tuple(cur), (), tuple(events))))
+                out.append((ai, Successor(tuple(cur), (), tuple(events), tuple(flags) if flags else ())))
                 continue
             # The run above took the first option at every choice: keep it and run the
             # alternatives, in the order successors_of would (the search order stays the same).
             found: list[Successor] = []
             if fired:
-                found.append(Successor(tuple(cur), tuple(view._chosen), tuple(events)))
+                found.append(Successor(tuple(cur), tuple(view._chosen), tuple(events), tuple(flags) if flags else ()))
             alternatives = [
                 tuple(picks[:pos]) + (alt,) for pos in range(len(picks)) for alt in range(counts[pos] - 1, 0, -1)
             ]
@@ -521,6 +586,7 @@ class Instance:
             prefix = pending.pop()
             cur[:] = state
             view.events.clear()
+            view._flags.clear()
             picks.clear()
             counts.clear()
             chosen.clear()
@@ -539,7 +605,7 @@ class Instance:
                     for alt in range(counts[pos] - 1, 0, -1):
                         pending.append(tuple(picks[:pos]) + (alt,))
             if fired:
-                out.append(Successor(tuple(cur), tuple(chosen), tuple(view.events)))
+                out.append(Successor(tuple(cur), tuple(chosen), tuple(view.events), tuple(view._flags)))
         prefix_list.clear()
 
     def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[Any]) -> Successor | None:
@@ -562,6 +628,7 @@ class Instance:
         view = self.view
         view._cells[:] = state
         view.events.clear()
+        view._flags.clear()
         view._picks.clear()
         view._counts.clear()
         view._chosen.clear()
@@ -577,7 +644,7 @@ class Instance:
             raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
         finally:
             object.__setattr__(view, hook, None)
-        return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events))
+        return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags))
 
     def first_outcome(self, state: State, ai: ActionInstance) -> Successor | None:
         """One outcome of ``ai`` in ``state`` (``None`` exactly when it is disabled).
@@ -595,6 +662,7 @@ class Instance:
             prefix = pending.pop()
             view._cells[:] = state
             view.events.clear()
+            view._flags.clear()
             view._picks.clear()
             view._counts.clear()
             view._chosen.clear()
@@ -621,7 +689,7 @@ class Instance:
             except Exception as exc:  # noqa: BLE001 - spec code is user code
                 raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
             view._prefix.clear()
-            return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events))
+            return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags))
         view._prefix.clear()
         return None
 
@@ -658,10 +726,25 @@ class Instance:
         for inv in self.invariants:
             try:
                 ok = inv.fn(view)
+            except OwnershipError:
+                raise
             except Exception as exc:  # noqa: BLE001
                 raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
-            if not ok:
+            if not invariant_value(inv, ok):
                 return inv.name
+        return None
+
+    def step_violated(self, succ: Successor, checked: Sequence[str] | None = None) -> str | None:
+        """First invariant, in declaration order, that the step to ``succ`` violates, or ``None``.
+
+        A step violates ``X`` when its state does or when one of its events
+        was marked ``violates=X``; only the ``checked`` invariants count
+        (all of them by default).
+        """
+        names = list(self.spec.invariants) if checked is None else [n for n in self.spec.invariants if n in checked]
+        for name in names:
+            if name in succ.violations or not self.holds(succ.state, name):
+                return name
         return None
 
     def holds(self, state: State, invariant: str) -> bool:
@@ -670,9 +753,12 @@ class Instance:
         view._cells[:] = state
         inv = self.spec.invariants[invariant]
         try:
-            return bool(inv.fn(view))
+            ok = inv.fn(view)
+        except OwnershipError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+        return invariant_value(inv, ok)
 
     def is_terminal(self, state: State) -> bool:
         """Whether the spec calls ``state`` finished (no request pending)."""

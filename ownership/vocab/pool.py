@@ -208,6 +208,8 @@ class PagePool:
                 s.wrote_unowned[r] = True
             bad = bad and s.checks("no_unowned_write")
             content[p] = r
+            if bad:
+                s.flag("no_unowned_write")
             if s.recording:
                 s.emit("write", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
                        violates="no_unowned_write" if bad else None)
@@ -228,6 +230,8 @@ class PagePool:
                 if s.read_foreign[r] is None:
                     s.read_foreign[r] = c
                 violation = "no_foreign_read" if s.checks("no_foreign_read") else None
+            if violation is not None:
+                s.flag(violation)
             if s.recording:
                 s.emit("read", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
                        content=s.name_of(Req, c) if c is not None else None, violates=violation)
