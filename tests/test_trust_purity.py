@@ -104,3 +104,47 @@ def test_free_and_realloc_inside_one_action_is_a_violation_for_hypothesis() -> N
 
     result = check_stateful(trust("free_realloc_inflight"), HypothesisOptions(invariants=(INFLIGHT,), seed=1))
     assert result.verdict is Verdict.VIOLATED and result.violated == INFLIGHT
+
+
+# -- item 5: impure specs are refused -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "words", "line_text"), [
+    ("impure_random", "uses the module random", "random.random()"),
+    ("impure_global_guard", "assigns the module global GATE", "GATE = 1"),
+    ("impure_lru_cache", "lru_cache", "gate_open(s))"),
+])
+def test_impure_code_is_refused_when_the_spec_is_bound(name: str, words: str, line_text: str) -> None:
+    with pytest.raises(OwnershipError) as err:
+        trust(name)
+    assert err.value.code is Code.SPEC_IMPURE
+    assert words in err.value.message
+    assert err.value.line == line_of(name, line_text)
+
+
+def test_reading_s_cur_is_refused_at_its_line() -> None:
+    with pytest.raises(OwnershipError) as err:
+        explore(trust("impure_raw_cells"))
+    assert err.value.code is Code.SPEC_IMPURE
+    assert err.value.line == line_of("impure_raw_cells", "s.cur[1]")
+
+
+def test_an_action_that_answers_differently_each_run_is_refused_by_the_audit() -> None:
+    with pytest.raises(OwnershipError) as err:
+        explore(trust("impure_counter"))
+    assert err.value.code is Code.SPEC_NONDETERMINISTIC
+    assert "action step()" in err.value.message and "x became" in err.value.message
+    assert err.value.line == line_of("impure_counter", "@spec.action")
+
+
+def test_a_guard_reading_a_shared_object_is_refused_by_the_audit() -> None:
+    with pytest.raises(OwnershipError) as err:
+        explore(trust("impure_shared_object"))
+    assert err.value.code in (Code.SPEC_NONDETERMINISTIC, Code.SPEC_IMPURE)
+    assert "action enter()" in err.value.message
+
+
+def test_the_audit_keeps_the_explorers_counts() -> None:
+    # The audit re-runs actions on the side: the search itself is unchanged.
+    result = explore(trust("free_realloc_inflight"), ExploreOptions(invariants=("no_double_ownership",)))
+    assert (result.verdict, result.stats.states, result.stats.transitions) == (Verdict.PROVED, 5, 4)

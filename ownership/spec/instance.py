@@ -28,9 +28,15 @@ from ownership.spec.model import (
     describe_type,
     is_truth_value,
 )
+from ownership.spec.purity import check_static
 
 State = tuple[Any, ...]
 """A concrete state: one flat tuple, variables laid out in declaration order."""
+
+AUDIT_FIRST = 32
+"""Expansions whose every action :meth:`Instance.expand` runs twice (the determinism audit)..."""
+AUDIT_EVERY = 64
+"""... and after those, one expansion in this many."""
 
 
 @dataclass(frozen=True)
@@ -395,6 +401,7 @@ class Instance:
 
     def __init__(self, spec: Spec, overrides: Mapping[str, int] | None = None) -> None:
         spec.validate()
+        check_static(spec)
         self.spec = spec
         values = spec.default_params()
         for name, value in (overrides or {}).items():
@@ -458,6 +465,7 @@ class Instance:
         self.invariants = list(spec.invariants.values())
         self.view = View(self)
         self._footprints: list[tuple[Callable[[State], Any], Any] | None] = [None] * len(self.action_instances)
+        self._expanded = 0
 
     # -- helpers ------------------------------------------------------------
     def _arg_values(self, d: Domain | Values) -> list[int]:
@@ -517,6 +525,11 @@ class Instance:
         it fails again and is skipped without running.
         """
         out: list[tuple[ActionInstance, Successor]] = []
+        self._expanded += 1
+        n = self._expanded
+        # The determinism audit (see _audit): every state of the first expansions, then a sample.
+        audit = n <= AUDIT_FIRST or not n % AUDIT_EVERY
+        skipped: list[int] = []
         view = self.view
         cur = view._cells
         events = view.events
@@ -529,6 +542,8 @@ class Instance:
         for ai in self.action_instances:
             fp = footprints[ai.index]
             if fp is not None and fp[0](state) == fp[1]:
+                if audit:
+                    skipped.append(ai.index)
                 continue
             cur[:] = state
             reads.clear()
@@ -569,7 +584,63 @@ class Instance:
             ]
             self._run(state, ai, found, alternatives)
             out.extend((ai, sc) for sc in found)
+        if audit:
+            self._audit(state, out, skipped)
         return out
+
+    def _audit(self, state: State, out: list[tuple[ActionInstance, Successor]], skipped: list[int]) -> None:
+        """Run every action instance again in ``state`` and compare with what :meth:`expand` found.
+
+        Engines assume an action is a function of the cells it reads: run
+        twice it gives the same successors (OWN066 otherwise: random numbers,
+        the clock, a module global that changes), and an action skipped by
+        the footprint cache is really disabled (OWN067 otherwise: a read that
+        bypasses the variables, a cached helper).
+        """
+        first: dict[int, list[tuple[State, tuple[Any, ...]]]] = {}
+        for ai, sc in out:
+            first.setdefault(ai.index, []).append((sc.state, sc.picks))
+        was_recording = self.view.recording
+        object.__setattr__(self.view, "recording", False)
+        try:
+            for ai in self.action_instances:
+                again: list[Successor] = []
+                self._run(state, ai, again)
+                got = [(sc.state, sc.picks) for sc in again]
+                before = first.get(ai.index, [])
+                if got == before:
+                    continue
+                if ai.index in skipped:
+                    raise OwnershipError(
+                        Code.SPEC_IMPURE,
+                        f"action {ai.label} was skipped because the cells its guard read had not changed since it "
+                        "was disabled, but it is enabled here: its guard depends on something other than the state "
+                        "variables it reads (a module global, a cached helper, s.cur); read every input through "
+                        "the state variables",
+                        ai.action.file, ai.action.line,
+                    )
+                raise OwnershipError(
+                    Code.SPEC_NONDETERMINISTIC,
+                    f"action {ai.label} is not a deterministic function of the state: run twice in the same state "
+                    f"it gave different successors ({self._difference(before, got)}); actions must not use random "
+                    "numbers, the clock, or module-level data that changes",
+                    ai.action.file, ai.action.line,
+                )
+        finally:
+            object.__setattr__(self.view, "recording", was_recording)
+
+    def _difference(self, a: list[tuple[State, tuple[Any, ...]]], b: list[tuple[State, tuple[Any, ...]]]) -> str:
+        """The first difference between two successor lists, in words."""
+        if len(a) != len(b):
+            return f"{len(a)} outcomes the first time, {len(b)} the second"
+        labels = list(self.cells(self.init_state))
+        for (sa, pa), (sb, pb) in zip(a, b, strict=True):
+            for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
+                if x != y:
+                    return f"{labels[i]} became {x!r} the first time and {y!r} the second"
+            if pa != pb:
+                return f"choices {list(pa)} the first time and {list(pb)} the second"
+        return "different outcomes"
 
     def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None) -> None:
         view = self.view
