@@ -148,3 +148,11 @@ def test_the_audit_keeps_the_explorers_counts() -> None:
     # The audit re-runs actions on the side: the search itself is unchanged.
     result = explore(trust("free_realloc_inflight"), ExploreOptions(invariants=("no_double_ownership",)))
     assert (result.verdict, result.stats.states, result.stats.transitions) == (Verdict.PROVED, 5, 4)
+
+
+def test_a_tier_read_is_judged_by_tier_read_matches_index_not_by_the_pool_read_invariants() -> None:
+    inst = trust("tier_read_scope")
+    for result in (explore(inst), bmc(inst, BmcOptions(max_depth=2))):
+        assert result.verdict is Verdict.VIOLATED and result.violated == "tier_read_matches_index"
+    only_pool = explore(inst, ExploreOptions(invariants=("no_foreign_read", "no_read_of_unwritten")))
+    assert only_pool.verdict is Verdict.PROVED  # the documented boundary: tier reads are not pool reads

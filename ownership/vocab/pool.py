@@ -86,12 +86,19 @@ class Ownership:
 
             This is the tenant-isolation property: KV pages are not zeroed, so
             reading a page holding another request's KV leaks that request's
-            prompt into this request's output.
+            prompt into this request's output.  It covers reads made with
+            ``pool.read`` (and the prefix index's ``read``, which calls it);
+            reads through the storage tiers (``Tiers.read``, the source of
+            ``Tiers.copy``) are judged by ``tier_read_matches_index`` instead.
             """
             return all(s.read_foreign[r] == None for r in s.all(Req))  # noqa: E711 - also runs on solver terms
 
         def no_read_of_unwritten(s: Any) -> bool:
-            """No request reads a page that no request has written (garbage input)."""
+            """No request reads a page that no request has written (garbage input).
+
+            Covers reads made with ``pool.read`` only; a tier read finding no
+            copy is a ``tier_read_matches_index`` violation instead.
+            """
             return not any(s.read_unwritten[r] for r in s.all(Req))
 
         def no_unowned_write(s: Any) -> bool:
