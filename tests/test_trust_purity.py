@@ -156,3 +156,11 @@ def test_a_tier_read_is_judged_by_tier_read_matches_index_not_by_the_pool_read_i
         assert result.verdict is Verdict.VIOLATED and result.violated == "tier_read_matches_index"
     only_pool = explore(inst, ExploreOptions(invariants=("no_foreign_read", "no_read_of_unwritten")))
     assert only_pool.verdict is Verdict.PROVED  # the documented boundary: tier reads are not pool reads
+
+
+def test_diagnose_finds_the_step_whose_event_is_the_violation() -> None:
+    from ownership.engines.diagnose import diagnose
+
+    d = diagnose(trust("free_realloc_inflight"), INFLIGHT)
+    assert d.violating_states > 0
+    assert [n.action for n in d.necessary] == ["admit_and_post", "abort_and_admit"]
