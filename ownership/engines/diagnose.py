@@ -208,11 +208,11 @@ def _build(inst: Instance, invariant: str, options: DiagnoseOptions) -> _Graph:
                 if invariant in sc.violations and inst.holds(sc.state, invariant):
                     # Only an event of the step shows the violation: the step itself is a target,
                     # so it gets a node of its own (its state is fine when reached another way).
-                    v = len(states)
+                    target = len(states)
                     states.append(sc.state)
                     depth.append(depth[u] + 1)
-                    bad.add(v)
-                    trans.append(_Transition(u, v, ai, sc.picks))
+                    bad.add(target)
+                    trans.append(_Transition(u, target, ai, sc.picks))
                     continue
                 key = canon(sc.state)
                 v = ids.get(key)
