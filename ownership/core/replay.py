@@ -55,6 +55,7 @@ def _build_trace(
 ) -> Trace:
     state = inst.init_state if start is None else start
     steps: list[Step] = []
+    flagged: tuple[str, ...] = ()
     for i, (ai_index, picks) in enumerate(path, start=1):
         ai = inst.action_instances[ai_index]
         succ = inst.run_with_picks(state, ai, picks)
@@ -63,10 +64,13 @@ def _build_trace(
                 Code.INTERNAL_REPLAY, f"{engine}: step {i} {ai.label} picks {list(picks)} is not enabled on replay"
             )
         state = succ.state
+        flagged = succ.violations
         steps.append(
             Step(ai.action.name, _display_args(inst, ai), tuple(picks), succ.events, inst.to_json(state))
         )
-    if violation is not None and inst.holds(state, violation):
+    # A trace ends in its violation: the final state violates it, or the last step emitted
+    # an event marked as violating it (``s.emit(..., violates=X)``).
+    if violation is not None and violation not in flagged and inst.holds(state, violation):
         raise OwnershipError(
             Code.INTERNAL_REPLAY, f"{engine}: the final state of its trace satisfies {violation} on replay"
         )
@@ -179,6 +183,7 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
         diff = changed_fields(inst.to_json(inst.init_state), trace.initial)
         where = ", ".join(f"{k}: spec has {a!r}, trace has {b!r}" for k, a, b in diff[:3])
         return ReplayOutcome(False, f"initial state differs: {where}", 0)
+    flagged: tuple[str, ...] = ()
     for i, step in enumerate(trace.steps, start=1):
         action = inst.spec.actions.get(step.action)
         if action is None:
@@ -203,8 +208,12 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
             more = f" (and {len(diff) - 1} more fields)" if len(diff) > 1 else ""
             return ReplayOutcome(False, f"step {i}: {ai.label}: field {k} is {a!r} on replay but {b!r} in the trace{more}", i)
         state = succ.state
-    violated = inst.violated(state)
+        flagged = succ.violations
+    violated = inst.violated(state) or next((n for n in inst.spec.invariants if n in flagged), None)
     if trace.violation is not None:
+        if trace.violation in flagged:
+            return ReplayOutcome(True, f"replayed {len(trace.steps)} steps: the last step emits an event that "
+                                 f"violates {trace.violation}, as the trace says", None, trace.violation)
         if inst.holds(state, trace.violation):
             return ReplayOutcome(False, f"replayed all {len(trace.steps)} steps but {trace.violation} holds at the end", len(trace.steps))
         return ReplayOutcome(True, f"replayed {len(trace.steps)} steps: {trace.violation} is violated, as the trace says", None, trace.violation)

@@ -129,6 +129,7 @@ class Unroller:
         self._template: z3.BoolRef | None = None
         self._inv: dict[str, z3.BoolRef] = {}
         self._order: list[tuple[list[int], list[int]]] | None = None
+        self._flag_cache: dict[tuple[str, ...], list[tuple[int, z3.BoolRef]]] = {}
 
     # -- variables ---------------------------------------------------------------
     def state(self, k: int) -> list[z3.ExprRef]:
@@ -207,6 +208,30 @@ class Unroller:
 
     def types(self, k: int) -> list[z3.BoolRef]:
         return self.sym.type_constraints(self.state(k))
+
+    def _flagged(self, names: Sequence[str]) -> list[tuple[int, z3.BoolRef]]:
+        key = tuple(names)
+        if key not in self._flag_cache:
+            self._flag_cache[key] = self.sym.flagged_paths(names)
+        return self._flag_cache[key]
+
+    def event_step(self, names: Sequence[str], k: int) -> z3.BoolRef:
+        """The step into state ``k`` emits an event marked as violating one of ``names``."""
+        if k == 0:
+            return z3.BoolVal(False)
+        sel = self.selector(k - 1)
+        terms = [z3.And(sel == j, z3.substitute(c, *self._subst(k - 1, None), *self.aux_at(k - 1)))
+                 for j, c in self._flagged(names)]
+        return z3.Or(*terms) if terms else z3.BoolVal(False)
+
+    def event_from(self, names: Sequence[str], k: int) -> z3.BoolRef:
+        """Some step from state ``k`` emits an event marked as violating one of ``names``."""
+        terms = [z3.substitute(c, *self._subst(k, None), *self.aux_at(k)) for _j, c in self._flagged(names)]
+        return z3.Or(*terms) if terms else z3.BoolVal(False)
+
+    def violation(self, names: Sequence[str], k: int) -> z3.BoolRef:
+        """State ``k`` violates one of ``names``, or the step into it emits an event that does."""
+        return z3.Or(*[z3.Not(self.invariant(n, k)) for n in names], self.event_step(names, k))
 
     # -- reductions (bmc only: they keep one execution per class, not every execution) --
     def _keys(self) -> list[tuple[int, ...]]:
@@ -390,7 +415,8 @@ def extract(
                 f"{engine}: the solver's trace does not replay: after step {k}, field {names[i]} is {a[i]!r} "
                 f"according to the solver but {b[i]!r} according to the spec's concrete semantics",
             )
-    if violation is not None and inst.holds(replayed[-1], violation):
+    flagged = {e.violates for e in trace.steps[-1].events} if trace.steps else set()
+    if violation is not None and violation not in flagged and inst.holds(replayed[-1], violation):
         raise OwnershipError(Code.INTERNAL_REPLAY, f"{engine}: the trace's final state satisfies {violation} on replay")
     return dataclasses.replace(trace, violation=violation), inst
 
@@ -495,8 +521,11 @@ def live_overflows(sym: SymbolicSpec, lemmas: Sequence[z3.BoolRef], options: Bmc
 
 
 def _first_failing(un: Unroller, model: z3.ModelRef, names: Sequence[str], k: int) -> str:
+    """The first of ``names`` state ``k`` violates, or that an event of the step into it violates."""
     for n in names:
         if z3.is_false(model.eval(un.invariant(n, k), model_completion=True)):
+            return n
+        if z3.is_true(model.eval(un.event_step([n], k), model_completion=True)):
             return n
     return names[0]
 
@@ -626,7 +655,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         # overflow the integers counts as a violation too: it sends the search to a wider encoding.
         bad = z3.Bool(f"bad!{k}")
         overflow = un.overflow(k)
-        solver.add(z3.Implies(bad, z3.Or(*[z3.Not(un.invariant(n, k)) for n in names], overflow)))
+        solver.add(z3.Implies(bad, z3.Or(un.violation(names, k), overflow)))
         answer = solver.check(bad)
         if answer == z3.sat:
             model = solver.model()
@@ -795,7 +824,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         # Base case at depth k (an overflowing step counts as a violation: it needs more bits).
         base_solver.push()
         overflow = base.overflow(k)
-        base_solver.add(z3.Or(*[z3.Not(base.invariant(n, k)) for n in all_invs], overflow))
+        base_solver.add(z3.Or(base.violation(all_invs, k), overflow))
         answer = base_solver.check()
         if answer == z3.sat:
             model = base_solver.model()
@@ -822,8 +851,9 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         for i in range(k + 1):
             s.add(*step.transition(i))
             s.add(*[step.invariant(n, i) for n in all_invs])
+            s.add(z3.Not(step.event_step(all_invs, i)))
         overflow = step.overflow(k + 1)
-        s.add(z3.Or(*[z3.Not(step.invariant(n, k + 1)) for n in all_invs], overflow))
+        s.add(z3.Or(step.violation(all_invs, k + 1), overflow))
         for a in range(k + 2):
             for b in range(a + 1, k + 2):
                 s.add(z3.Or(*[x != y for x, y in zip(step.state(a), step.state(b), strict=True)]))
@@ -837,7 +867,8 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
             return done(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k,
                         [f"inconclusive: z3 answered unknown ({s.reason_unknown()}) in the induction step at k={k + 1}"])
         model = s.model()
-        failing = [n for n in all_invs if z3.is_false(model.eval(step.invariant(n, k + 1), model_completion=True))]
+        failing = [n for n in all_invs if z3.is_false(model.eval(step.invariant(n, k + 1), model_completion=True))
+                   or z3.is_true(model.eval(step.event_step([n], k + 1), model_completion=True))]
         overflow_cti = not failing  # only the overflow check failed, from a state that may be unreachable
         cti = None
         if failing:
@@ -936,7 +967,8 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     where = _where(sym, options)
     s.add(z3.ForAll(x + params, z3.Implies(z3.And(*un.init(inst), *where), inv(*x, *params))))
     s.add(z3.ForAll(x + y + params + locals_, z3.Implies(z3.And(inv(*x, *params), *trans), inv(*y, *params))))
-    bad = z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants], un.overflow(0))
+    # A state from which a step emits an event marked as violating an invariant is an error state too.
+    bad = z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants], un.overflow(0), un.event_from(invariants, 0))
     known = {t.get_id() for t in [*x, *params]}
     choice = [c for c in _free_constants([bad]) if c.get_id() not in known]
     s.add(z3.ForAll(x + params + choice, z3.Implies(z3.And(inv(*x, *params), bad), False)))
@@ -1018,9 +1050,11 @@ def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOption
         answer = s.check()
         return answer, (s.model() if answer == z3.sat else None)
 
-    answer, model = check(un.at(inside, 0), z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants]))
+    answer, model = check(un.at(inside, 0), z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants],
+                                                  un.event_from(invariants, 0)))
     if answer == z3.sat and model is not None:
-        bad = _first_failing(un, model, invariants, 0)
+        bad = next((n for n in invariants if z3.is_true(model.eval(un.event_from([n], 0), model_completion=True))),
+                   None) or _first_failing(un, model, invariants, 0)
         return _ReachCertificate("violated", f"explicit search found {size}; Z3 found one that violates {bad}",
                                  violated=bad)
     if answer == z3.unknown:

@@ -205,6 +205,15 @@ def _build(inst: Instance, invariant: str, options: DiagnoseOptions) -> _Graph:
                 bad.add(u)  # a target: the paths that matter end here
                 continue
             for ai, sc in inst.expand(st):
+                if invariant in sc.violations and inst.holds(sc.state, invariant):
+                    # Only an event of the step shows the violation: the step itself is a target,
+                    # so it gets a node of its own (its state is fine when reached another way).
+                    target = len(states)
+                    states.append(sc.state)
+                    depth.append(depth[u] + 1)
+                    bad.add(target)
+                    trans.append(_Transition(u, target, ai, sc.picks))
+                    continue
                 key = canon(sc.state)
                 v = ids.get(key)
                 if v is None:

@@ -22,7 +22,7 @@ from ownership.engines.coverage import ActionTally, with_coverage
 from ownership.engines.symcheck import check_symmetry
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
+from ownership.spec.instance import Instance, State, invariant_value
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     else:
         checked = list(spec.invariants.values())
     names = tuple(i.name for i in checked)
+    checked_names = frozenset(names)
     canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
     opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
     notes = [plan.describe() if options.symmetry else "symmetry reduction off"]
@@ -91,7 +92,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
     opts["symmetry"] = bool(options.symmetry and (plan.permuted or plan.sorted))
 
     view = inst.view
-    cur = view.cur
+    cur = view._cells
 
     reads = view._reads
     # An invariant that held is a function of the cells it read: in a later
@@ -106,7 +107,8 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
             if fp is not None and fp[0](st) == fp[1]:
                 continue
             reads.clear()
-            if not inv.fn(view):
+            ok = inv.fn(view)
+            if ok is not True and (ok is False or not invariant_value(inv, ok)):
                 return inv.name
             if reads:
                 getter = itemgetter(*reads)
@@ -194,6 +196,16 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
                     if last_in[a] != idx:
                         last_in[a] = idx
                         enabled_in[a] += 1
+                    if sc.violations and not checked_names.isdisjoint(sc.violations):
+                        # An event of this step is marked as violating a checked invariant: the
+                        # step is a violation even if its state was seen (or satisfies them all).
+                        nid = len(parent)
+                        parent.append(idx)
+                        via_action.append(ai.index)
+                        if sc.picks:
+                            via_picks[nid] = sc.picks
+                        return finish(Verdict.VIOLATED, StopReason.VIOLATION, depth + 1,
+                                      inst.step_violated(sc, names), nid)
                     h = canon(sc.state)
                     if h in seen:
                         continue

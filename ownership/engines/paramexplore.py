@@ -46,8 +46,8 @@ from ownership.engines.symbolic import (
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance
-from ownership.spec.model import Disabled, Domain, Params, Values
+from ownership.spec.instance import Instance, not_bool_error
+from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 
 MAX_VALUES = 256
 """Most values a parameter-dependent count may take where spec code needs an int."""
@@ -182,8 +182,9 @@ class _View(CellView):
         object.__setattr__(self, "_inst", inst)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "_ex", forker)
-        object.__setattr__(self, "cur", [])
+        object.__setattr__(self, "_cells", [])
         object.__setattr__(self, "picks", [])
+        object.__setattr__(self, "flags", [])
         object.__setattr__(self, "_scalars", {})
         for lay in inst.layouts.values():
             if not lay.shape:
@@ -192,7 +193,7 @@ class _View(CellView):
                 object.__setattr__(self, lay.name, SymField(self, lay.offset, lay.shape))
 
     def read_cell(self, pos: int) -> Any:
-        v = self.cur[pos]
+        v = self._cells[pos]
         return Sym(v, self._ex) if isinstance(v, z3.ExprRef) else v
 
     def write_cell(self, pos: int, value: Any) -> None:
@@ -200,13 +201,24 @@ class _View(CellView):
             e = z3.simplify(value.e)
             value = e.as_signed_long() if isinstance(e, z3.BitVecNumRef) else (
                 z3.is_true(e) if z3.is_bool(e) and (z3.is_true(e) or z3.is_false(e)) else e)
-        self.cur[pos] = value
+        self._cells[pos] = value
+
+    def flag(self, invariant: str, when: Any = True) -> None:
+        """This path violates ``invariant`` where ``when`` holds (together with the path's condition)."""
+        cond = when.e if isinstance(when, Sym) else when
+        if not isinstance(cond, z3.ExprRef):
+            if not cond:
+                return
+            cond = z3.BoolVal(True)
+        elif not z3.is_bool(cond):  # a 0/1 value combined with & or | (as Sym.__bool__ reads it)
+            cond = cond != z3.BitVecVal(0, cond.size()) if isinstance(cond, z3.BitVecRef) else cond != 0
+        self.flags.append((invariant, cond))
 
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:
             raise Disabled
         if domain is not None and domain.name in self._inst.view._reduce:
-            options = self._inst.distinct_elements(domain.name, options, [self._ex.intern(v) for v in self.cur])
+            options = self._inst.distinct_elements(domain.name, options, [self._ex.intern(v) for v in self._cells])
         value = options[self._ex.decide(len(options))]
         self.picks.append(value)
         return value
@@ -450,8 +462,8 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
     last_in = [-1] * len(positions)
     expanded = 0
 
-    def run(fn: Callable[[], Any], state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> list[tuple[bool, Any, list[Any], tuple[Any, ...], tuple[z3.BoolRef, ...]]]:
-        """Every path of ``fn`` from ``state``: (enabled, result, picks, new cells, path condition).
+    def run(fn: Callable[[], Any], state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> list[tuple[bool, Any, list[Any], tuple[Any, ...], tuple[z3.BoolRef, ...], list[tuple[str, z3.BoolRef]]]]:
+        """Every path of ``fn`` from ``state``: (enabled, result, picks, new cells, path condition, flagged events).
 
         Collected in full before returning: the forker is reused by the
         invariant checks of each new state, so no run may be left suspended.
@@ -459,12 +471,13 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
         forker.base = list(pc)
 
         def reset() -> None:
-            object.__setattr__(view, "cur", list(state))
+            object.__setattr__(view, "_cells", list(state))
             view.picks.clear()
+            view.flags.clear()
 
         try:
             return [
-                (enabled, result, list(view.picks), tuple(view.cur), tuple(forker.pc))
+                (enabled, result, list(view.picks), tuple(view._cells), tuple(forker.pc), list(view.flags))
                 for enabled, result in forker.run(fn, reset)
             ]
         except (OwnershipError, Disabled):
@@ -475,11 +488,14 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
 
     def violation(state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> tuple[str, z3.BoolRef] | None:
         for name in checked:
-            fn = spec.invariants[name].fn
+            inv = spec.invariants[name]
+            fn = inv.fn
             bad: list[z3.BoolRef] = []
-            for enabled, result, _picks, _cells, path_pc in run(_call(fn, view, ()), state, pc):
+            for enabled, result, _picks, _cells, path_pc, _flags in run(_call(fn, view, ()), state, pc):
                 if not enabled:
                     continue
+                if not is_truth_value(result):
+                    raise not_bool_error(inv, result)
                 holds = result.e if isinstance(result, Sym) else z3.BoolVal(bool(result))
                 bad.append(z3.And(*path_pc, z3.Not(holds)) if path_pc else z3.Not(holds))
             cond = z3.simplify(z3.Or(*bad)) if bad else z3.BoolVal(False)
@@ -502,7 +518,7 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
             for idx, state in frontier:
                 pc = nodes[idx].pc
                 for ai_index, (act, args) in enumerate(instances):
-                    for enabled, _res, picks, new_state, path_pc in run(_call(act.fn, view, args), state, pc):
+                    for enabled, _res, picks, new_state, path_pc, flags in run(_call(act.fn, view, args), state, pc):
                         if not enabled:
                             continue
                         transitions += 1
@@ -512,6 +528,16 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                             last_in[a] = idx
                             enabled_in[a] += 1
                         new_pc = tuple(pc) + path_pc
+                        flagged = [n for n in checked if any(f == n for f, _c in flags)]
+                        if flagged:
+                            # An event of this step is marked as violating a checked invariant:
+                            # for the parameter values where its condition holds, the step violates it.
+                            name = flagged[0]
+                            cond = z3.simplify(z3.Or(*[c for f, c in flags if f == name]))
+                            if not z3.is_false(cond) and solver.feasible([*new_pc, cond]):
+                                nid = len(nodes)
+                                nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
+                                violations.append((nid, name, cond))
                         pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
                         key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
                         if key in seen:

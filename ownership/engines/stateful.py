@@ -130,6 +130,7 @@ class SpecMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.state: State = self._inst.init_state
+        self.flags: tuple[str, ...] = ()
         self.path: list[tuple[int, tuple[Any, ...]]] = []
         self._enabled_at: State | None = None
         self._enabled: dict[str, list[ActionInstance]] = {}
@@ -238,6 +239,7 @@ class SpecMachine(RuleBasedStateMachine):
         if succ is None:
             raise OwnershipError(Code.BAD_OPTION, f"{ai.label} with picks {list(picks)} is not enabled in this state")
         self.state = succ.state
+        self.flags = succ.violations  # invariants an event of this step is marked as violating
         self.path.append((ai.index, picks))
         log = self._log
         if log is None:
@@ -270,7 +272,7 @@ class SpecMachine(RuleBasedStateMachine):
         return f"step {len(self.path)} {ai.label}"
 
     def _check(self, name: str) -> None:
-        if not self._inst.holds(self.state, name):
+        if name in self.flags or not self._inst.holds(self.state, name):
             raise InvariantViolation(name, self._after())
 
     def _check_all(self, label: str) -> None:
@@ -314,6 +316,7 @@ def _restart(self: SpecMachine) -> None:
     starts at the last restart.
     """
     self.state = self._inst.init_state
+    self.flags = ()
     self.path = []
 
 

@@ -25,8 +25,8 @@ from typing import Any
 import z3
 
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, ViewBase, strides
-from ownership.spec.model import Disabled, Domain, Params, Values
+from ownership.spec.instance import Instance, ViewBase, not_bool_error, strides
+from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 
 MAX_PATHS = 4096
@@ -193,6 +193,10 @@ class Sym:
             e = e != (0 if not isinstance(e, z3.BitVecRef) else z3.BitVecVal(0, e.size()))
         return self.ex.branch(e)
 
+    def is_truth_value(self) -> bool:
+        """Whether this stands for a bool (guards and invariants must give one)."""
+        return z3.is_bool(self.e)
+
     def __index__(self) -> int:
         concretize = getattr(self.ex, "concretize", None)
         if concretize is not None:  # the parametric explorer forks on each feasible value
@@ -338,6 +342,8 @@ class Path:
     enabled: bool
     overflows: list[z3.BoolRef] = field(default_factory=list)
     """Conditions under which this path computes an integer outside the encoding's range."""
+    flags: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
+    """``(invariant, condition)``: the path emits an event violating the invariant when the condition holds."""
 
 
 def conjunction(terms: Sequence[z3.BoolRef]) -> z3.BoolRef:
@@ -505,6 +511,7 @@ class SymView(CellView):
         object.__setattr__(self, "aux", [])
         object.__setattr__(self, "constraints", [])
         object.__setattr__(self, "picks", [])
+        object.__setattr__(self, "flags", [])
         for lay in enc.inst.layouts.values():
             if not lay.shape:
                 self._scalars[lay.name] = lay.offset
@@ -516,6 +523,19 @@ class SymView(CellView):
         self.aux.clear()
         self.constraints.clear()
         self.picks.clear()
+        self.flags.clear()
+
+    def flag(self, invariant: str, when: Any = True) -> None:
+        """This path violates ``invariant`` where ``when`` holds (a bool, a Sym or a Boolean term); no fork."""
+        cond = when.e if isinstance(when, Sym) else when
+        if not isinstance(cond, z3.ExprRef):
+            if not cond:
+                return
+            cond = z3.BoolVal(True)
+        elif not z3.is_bool(cond):  # a 0/1 value combined with & or | (as Sym.__bool__ reads it)
+            cond = cond != z3.BitVecVal(0, cond.size()) if isinstance(cond, z3.BitVecRef) else cond != 0
+        pc = self._enc.explorer.pc
+        self.flags.append((invariant, conjunction([*pc, cond]) if pc else cond))
 
     # cells
     def read_cell(self, pos: int) -> Any:
@@ -660,6 +680,9 @@ class SymbolicSpec:
         self.invariants = {}
         for inv in spec.invariants.values():
             self.invariants[inv.name] = self._paths(_bind(inv.fn, self.view, []), f"invariant {inv.name}", inv.file)
+            for p in self.invariants[inv.name]:
+                if p.enabled and not is_truth_value(p.result):
+                    raise not_bool_error(inv, p.result)
 
     def _check_sizes_fixed(self) -> None:
         """Domain sizes must not depend on free parameters (the unrolling has fixed width)."""
@@ -706,6 +729,7 @@ class SymbolicSpec:
                         result=result,
                         enabled=enabled,
                         overflows=list(self.explorer.overflows),
+                        flags=list(view.flags),
                     )
                 )
         except (OwnershipError, WidthError):
@@ -725,6 +749,25 @@ class SymbolicSpec:
             val = to_z3(r, z3.BoolSort()) if isinstance(r, Sym) else z3.BoolVal(bool(r))
             disj.append(z3.And(*p.pc, val) if p.pc else val)
         return z3.simplify(z3.Or(*disj)) if disj else z3.BoolVal(False)
+
+    def flagged_paths(self, names: Sequence[str]) -> list[tuple[int, z3.BoolRef]]:
+        """``(path index, condition)`` for each enabled action path that emits an event violating one of ``names``.
+
+        Path indices count the enabled paths of every action in order (the
+        numbering of the engines' step selector).  The condition is over the
+        placeholder cells and the path's fresh terms.
+        """
+        out: list[tuple[int, z3.BoolRef]] = []
+        j = 0
+        for ap in self.actions:
+            for p in ap.paths:
+                conds = [c for n, c in p.flags if n in names]
+                if conds:
+                    cond = z3.simplify(z3.And(z3.Or(*conds), *p.pc, *p.constraints))
+                    if not z3.is_false(cond):
+                        out.append((j, cond))
+                j += 1
+        return out
 
     def value_term(self, value: Any, cell: int) -> z3.ExprRef:
         """A cell's value as a term of its sort; ``WidthError`` if an integer does not fit."""

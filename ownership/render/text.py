@@ -98,7 +98,15 @@ def describe_event(ev: Event) -> str | None:
         return f"{ev.get('req')} returns {ev.get('pool')} pages {', '.join(ev.get('pages') or [])} to the free list"
     if ev.kind == "transfer":
         return f"KV of {ev.get('req')} copied {ev.get('src')}->{ev.get('dst')}: {', '.join(ev.get('pages') or []) or 'no pages'}"
+    if ev.violates:
+        # Any other event marked as a violation is the step's verdict: never leave it out.
+        shown = ", ".join(f"{k} {_shown(v)}" for k, v in ev.fields)
+        return f"{ev.kind}: {shown}  <-- {ev.violates}"
     return None
+
+
+def _shown(value: Any) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _blank(value: Any) -> Any:

@@ -16,13 +16,29 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from ownership.errors import Code, OwnershipError, SpecWarning, location_in
+from ownership.errors import Code, OwnershipError, SpecWarning, caller_location, location_in
 from ownership.spec.elements import Element, ix, spec_frame_location, type_error
-from ownership.spec.model import Action, Disabled, Domain, Params, Spec, Values
+from ownership.spec.model import (
+    Action,
+    Disabled,
+    Domain,
+    Invariant,
+    Params,
+    Spec,
+    Values,
+    describe_type,
+    is_truth_value,
+)
+from ownership.spec.purity import check_static
 from ownership.spec.types import BoolType, Enum, IntType, Ref, RefSet
 
 State = tuple[Any, ...]
 """A concrete state: one flat tuple, variables laid out in declaration order."""
+
+AUDIT_FIRST = 32
+"""Expansions whose every action :meth:`Instance.expand` runs twice (the determinism audit)..."""
+AUDIT_EVERY = 64
+"""... and after those, one expansion in this many."""
 
 
 @dataclass(frozen=True)
@@ -90,11 +106,11 @@ class Field1:
     write goes through ``put``, the variable's type check (see :func:`value_checker`).
     """
 
-    __slots__ = ("cur", "off", "n", "reads", "dom", "var", "put")
+    __slots__ = ("_cells", "off", "n", "reads", "dom", "var", "put")
 
     def __init__(self, cur: list[Any], off: int, n: int, reads: list[int], dom: str = "", var: str = "",
                  put: Callable[[Any], Any] | None = None) -> None:
-        self.cur = cur
+        self._cells = cur
         self.off = off
         self.n = n
         self.reads = reads
@@ -115,21 +131,21 @@ class Field1:
         else:
             pos = self.off + self._key(i)
         self.reads.append(pos)
-        return self.cur[pos]
+        return self._cells[pos]
 
     def __setitem__(self, i: Any, value: Any) -> None:
         if i.__class__ is int:
             if not 0 <= i < self.n:
                 raise IndexError(f"index {i} out of range 0..{self.n - 1}")
-            self.cur[self.off + i] = self.put(value)
+            self._cells[self.off + i] = self.put(value)
         elif i.__class__ is Element and i._domain == self.dom:
-            self.cur[self.off + i._i] = self.put(value)
+            self._cells[self.off + i._i] = self.put(value)
         else:
-            self.cur[self.off + self._key(i)] = self.put(value)
+            self._cells[self.off + self._key(i)] = self.put(value)
 
     def __iter__(self) -> Iterator[Any]:
         self.reads.extend(range(self.off, self.off + self.n))
-        return iter(self.cur[self.off : self.off + self.n])
+        return iter(self._cells[self.off : self.off + self.n])
 
     def __len__(self) -> int:
         return self.n
@@ -157,11 +173,11 @@ class Field1Ref(Field1):
 class FieldN:
     """``s.var[i, j]`` for a variable indexed by several domains."""
 
-    __slots__ = ("cur", "off", "shape", "strides", "reads", "doms", "var", "put")
+    __slots__ = ("_cells", "off", "shape", "strides", "reads", "doms", "var", "put")
 
     def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int],
                  doms: tuple[str, ...] = (), var: str = "", put: Callable[[Any], Any] | None = None) -> None:
-        self.cur = cur
+        self._cells = cur
         self.off = off
         self.shape = shape
         self.reads = reads
@@ -188,10 +204,10 @@ class FieldN:
     def __getitem__(self, key: tuple[Any, ...]) -> Any:
         pos = self._pos(key)
         self.reads.append(pos)
-        return self.cur[pos]
+        return self._cells[pos]
 
     def __setitem__(self, key: tuple[Any, ...], value: Any) -> None:
-        self.cur[self._pos(key)] = self.put(value)
+        self._cells[self._pos(key)] = self.put(value)
 
 
 class FieldNRef(FieldN):
@@ -322,6 +338,50 @@ def value_checker(var: Any, sizes: Mapping[str, int]) -> Callable[[Any], Any]:
     return _identity
 
 
+def invariant_value(inv: Invariant, value: object) -> bool:
+    """The truth of what invariant ``inv`` returned; OWN065 unless it is a bool.
+
+    A list, a generator or a non-zero count is always true, so an invariant
+    returning one could never fail and every check would say PROVED.
+    """
+    if value is True:
+        return True
+    if value is False:
+        return False
+    if is_truth_value(value):
+        return bool(value)
+    raise not_bool_error(inv, value)
+
+
+def not_bool_error(inv: Invariant, value: object) -> OwnershipError:
+    """OWN065 for invariant ``inv`` returning ``value``."""
+    hint = (" (a list or a generator is true whenever it is non-empty, so the invariant could never fail: "
+            "return all(...) or any(...) of the condition)") if not isinstance(value, (int, type(None))) else ""
+    return OwnershipError(
+        Code.SPEC_NOT_BOOL,
+        f"invariant {inv.name} returned {describe_type(value)}, not a bool{hint}",
+        inv.file,
+        inv.line,
+    )
+
+
+def raw_cells_error() -> OwnershipError:
+    """``s.cur``: the raw cell list is the engines' own, and reading it hides reads from the checker.
+
+    The explorer skips re-running a disabled action when the cells its guard
+    read are unchanged; a read that bypasses the variables is not in that log,
+    so such a spec could be skipped in states where it would fire.
+    """
+    file, line = caller_location(3)
+    return OwnershipError(
+        Code.SPEC_IMPURE,
+        "s.cur is not part of the view: read state through its variables (s.var[i], s.scalar), "
+        "so the checker sees every cell an action or invariant depends on",
+        file,
+        line,
+    )
+
+
 class ViewBase:
     """What every engine's ``s`` offers spec code besides its state cells.
 
@@ -361,7 +421,21 @@ class ViewBase:
         return invariant in self._inst.spec.invariants
 
     def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
-        """Record an event for the trace picture; only views that record keep it."""
+        """Record an event for the trace picture; only views that record keep it.
+
+        ``violates=X`` makes the step a violation of invariant ``X`` (when it
+        is checked) in every engine, recording or not.
+        """
+        if violates is not None:
+            self.flag(violates)
+
+    def flag(self, invariant: str, when: Any = True) -> None:
+        """This step violates ``invariant`` (if ``when``): what ``emit(..., violates=X)`` records.
+
+        Vocabulary code calls it where the event itself is only built while
+        recording; under the Z3 engines ``when`` may be a symbolic bool, which
+        records the condition without forking the path.
+        """
         return None
 
 
@@ -378,7 +452,7 @@ class View(ViewBase):
 
     def __init__(self, instance: Instance) -> None:
         object.__setattr__(self, "_inst", instance)
-        object.__setattr__(self, "cur", [None] * instance.width)
+        object.__setattr__(self, "_cells", [None] * instance.width)
         object.__setattr__(self, "params", instance.params)
         object.__setattr__(self, "events", [])
         object.__setattr__(self, "_picks", [])
@@ -393,7 +467,8 @@ class View(ViewBase):
         object.__setattr__(self, "_scalar_put", {})
         object.__setattr__(self, "_scalar_wrap", {})
         object.__setattr__(self, "_reads", [])
-        cur = self.cur
+        object.__setattr__(self, "_flags", [])
+        cur = self._cells
         reads = self._reads
         for lay in instance.layouts.values():
             var = instance.spec.vars[lay.name]
@@ -421,15 +496,17 @@ class View(ViewBase):
         scalars = object.__getattribute__(self, "_scalars")
         if name in scalars:
             self._reads.append(scalars[name])
-            v = self.cur[scalars[name]]
+            v = self._cells[scalars[name]]
             if v is not None and name in self._scalar_wrap:
                 return self._scalar_wrap[name][v]
             return v
+        if name == "cur":
+            raise raw_cells_error()
         raise AttributeError(f"spec has no state variable or view method {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._scalars:
-            self.cur[self._scalars[name]] = self._scalar_put[name](value)
+            self._cells[self._scalars[name]] = self._scalar_put[name](value)
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 
@@ -465,7 +542,7 @@ class View(ViewBase):
             self._chosen.append(ix(value))
             return value
         if domain is not None and domain.name in self._reduce:
-            options = self._inst.distinct_elements(domain.name, options, self.cur)
+            options = self._inst.distinct_elements(domain.name, options, self._cells)
         idx = self._prefix[pos] if pos < len(self._prefix) else 0
         value = options[idx]
         self._picks.append(idx)
@@ -480,6 +557,9 @@ class View(ViewBase):
         are rebuilt when the trace is replayed; code that computes costly
         event fields can check ``s.recording`` first.
         """
+        if violates is not None and violates not in self._flags:
+            # Kept whether or not recording: a violating event is a violation in every engine.
+            self._flags.append(violates)
         if self.recording:
             # Events hold plain values (indices), as traces and JSON do.
             self.events.append(Event(kind, tuple((k, _plain(v)) for k, v in fields.items()), violates))
@@ -487,6 +567,11 @@ class View(ViewBase):
     def all(self, domain: Domain) -> Any:
         """Every element of ``domain``: :class:`Element` objects for a symmetric domain, else ints."""
         return self._inst.all_of[domain.name]
+
+    def flag(self, invariant: str, when: Any = True) -> None:
+        """This step violates ``invariant`` if ``when`` (see :meth:`ViewBase.flag`)."""
+        if when and invariant not in self._flags:
+            self._flags.append(invariant)
 
 
 @dataclass(frozen=True)
@@ -508,6 +593,8 @@ class Successor:
     state: State
     picks: tuple[Any, ...]
     events: tuple[Event, ...]
+    violations: tuple[str, ...] = ()
+    """Invariants an event of this step was marked as violating (``s.emit(..., violates=X)``), in order."""
 
 
 def _range(lo: int | None, hi: int | None) -> str:
@@ -521,6 +608,7 @@ class Instance:
 
     def __init__(self, spec: Spec, overrides: Mapping[str, int] | None = None) -> None:
         spec.validate()
+        check_static(spec)
         self.spec = spec
         values = spec.default_params()
         for name, value in (overrides or {}).items():
@@ -599,6 +687,7 @@ class Instance:
         self._footprints: list[tuple[Callable[[State], Any], Any] | None] = [None] * len(self.action_instances)
         self.warnings: dict[tuple[Any, ...], SpecWarning] = {}
         """Warnings raised while actions ran (e.g. an impossible allocation), once per place; results carry them."""
+        self._expanded = 0
 
     def add_warning(self, warning: SpecWarning) -> None:
         """Record ``warning`` for this instance's results (the first one per code, place and subject)."""
@@ -662,17 +751,25 @@ class Instance:
         it fails again and is skipped without running.
         """
         out: list[tuple[ActionInstance, Successor]] = []
+        self._expanded += 1
+        n = self._expanded
+        # The determinism audit (see _audit): every state of the first expansions, then a sample.
+        audit = n <= AUDIT_FIRST or not n % AUDIT_EVERY
+        skipped: list[int] = []
         view = self.view
-        cur = view.cur
+        cur = view._cells
         events = view.events
         picks = view._picks
         counts = view._counts
         prefix = view._prefix
         reads = view._reads
+        flags = view._flags
         footprints = self._footprints
         for ai in self.action_instances:
             fp = footprints[ai.index]
             if fp is not None and fp[0](state) == fp[1]:
+                if audit:
+                    skipped.append(ai.index)
                 continue
             cur[:] = state
             reads.clear()
@@ -684,6 +781,8 @@ class Instance:
                 prefix.clear()
             if events:
                 events.clear()
+            if flags:
+                flags.clear()
             fired = True
             try:
                 ai.action.fn(view, *ai.call)
@@ -699,19 +798,75 @@ class Instance:
             except Exception as exc:  # noqa: BLE001 - spec code is user code
                 raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
             if not picks:
-                out.append((ai, Successor(tuple(cur), (), tuple(events))))
+                out.append((ai, Successor(tuple(cur), (), tuple(events), tuple(flags) if flags else ())))
                 continue
             # The run above took the first option at every choice: keep it and run the
             # alternatives, in the order successors_of would (the search order stays the same).
             found: list[Successor] = []
             if fired:
-                found.append(Successor(tuple(cur), tuple(view._chosen), tuple(events)))
+                found.append(Successor(tuple(cur), tuple(view._chosen), tuple(events), tuple(flags) if flags else ()))
             alternatives = [
                 tuple(picks[:pos]) + (alt,) for pos in range(len(picks)) for alt in range(counts[pos] - 1, 0, -1)
             ]
             self._run(state, ai, found, alternatives)
             out.extend((ai, sc) for sc in found)
+        if audit:
+            self._audit(state, out, skipped)
         return out
+
+    def _audit(self, state: State, out: list[tuple[ActionInstance, Successor]], skipped: list[int]) -> None:
+        """Run every action instance again in ``state`` and compare with what :meth:`expand` found.
+
+        Engines assume an action is a function of the cells it reads: run
+        twice it gives the same successors (OWN066 otherwise: random numbers,
+        the clock, a module global that changes), and an action skipped by
+        the footprint cache is really disabled (OWN067 otherwise: a read that
+        bypasses the variables, a cached helper).
+        """
+        first: dict[int, list[tuple[State, tuple[Any, ...]]]] = {}
+        for ai, sc in out:
+            first.setdefault(ai.index, []).append((sc.state, sc.picks))
+        was_recording = self.view.recording
+        object.__setattr__(self.view, "recording", False)
+        try:
+            for ai in self.action_instances:
+                again: list[Successor] = []
+                self._run(state, ai, again)
+                got = [(sc.state, sc.picks) for sc in again]
+                before = first.get(ai.index, [])
+                if got == before:
+                    continue
+                if ai.index in skipped:
+                    raise OwnershipError(
+                        Code.SPEC_IMPURE,
+                        f"action {ai.label} was skipped because the cells its guard read had not changed since it "
+                        "was disabled, but it is enabled here: its guard depends on something other than the state "
+                        "variables it reads (a module global, a cached helper, s.cur); read every input through "
+                        "the state variables",
+                        ai.action.file, ai.action.line,
+                    )
+                raise OwnershipError(
+                    Code.SPEC_NONDETERMINISTIC,
+                    f"action {ai.label} is not a deterministic function of the state: run twice in the same state "
+                    f"it gave different successors ({self._difference(before, got)}); actions must not use random "
+                    "numbers, the clock, or module-level data that changes",
+                    ai.action.file, ai.action.line,
+                )
+        finally:
+            object.__setattr__(self.view, "recording", was_recording)
+
+    def _difference(self, a: list[tuple[State, tuple[Any, ...]]], b: list[tuple[State, tuple[Any, ...]]]) -> str:
+        """The first difference between two successor lists, in words."""
+        if len(a) != len(b):
+            return f"{len(a)} outcomes the first time, {len(b)} the second"
+        labels = list(self.cells(self.init_state))
+        for (sa, pa), (sb, pb) in zip(a, b, strict=True):
+            for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
+                if x != y:
+                    return f"{labels[i]} became {x!r} the first time and {y!r} the second"
+            if pa != pb:
+                return f"choices {list(pa)} the first time and {list(pb)} the second"
+        return "different outcomes"
 
     def successors_capped(self, state: State, ai: ActionInstance, limit: int) -> list[Successor] | None:
         """:meth:`successors_of`, or ``None`` once more than ``limit`` runs would be needed (wide choices)."""
@@ -726,7 +881,7 @@ class Instance:
     def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None,
              limit: int | None = None) -> None:
         view = self.view
-        cur = view.cur
+        cur = view._cells
         fn = ai.action.fn
         args = ai.call
         picks = view._picks
@@ -743,6 +898,7 @@ class Instance:
             prefix = pending.pop()
             cur[:] = state
             view.events.clear()
+            view._flags.clear()
             picks.clear()
             counts.clear()
             chosen.clear()
@@ -761,7 +917,7 @@ class Instance:
                     for alt in range(counts[pos] - 1, 0, -1):
                         pending.append(tuple(picks[:pos]) + (alt,))
             if fired:
-                out.append(Successor(tuple(cur), tuple(chosen), tuple(view.events)))
+                out.append(Successor(tuple(cur), tuple(chosen), tuple(view.events), tuple(view._flags)))
         prefix_list.clear()
 
     def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[Any]) -> Successor | None:
@@ -782,8 +938,9 @@ class Instance:
     def _run_once(self, state: State, ai: ActionInstance, hook: str, value: Any) -> Successor | None:
         """One run of ``ai`` with the view's choice ``hook`` (``_forced`` or ``_chooser``) set to ``value``."""
         view = self.view
-        view.cur[:] = state
+        view._cells[:] = state
         view.events.clear()
+        view._flags.clear()
         view._picks.clear()
         view._counts.clear()
         view._chosen.clear()
@@ -799,7 +956,7 @@ class Instance:
             raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
         finally:
             object.__setattr__(view, hook, None)
-        return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+        return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags))
 
     def first_outcome(self, state: State, ai: ActionInstance) -> Successor | None:
         """One outcome of ``ai`` in ``state`` (``None`` exactly when it is disabled).
@@ -815,8 +972,9 @@ class Instance:
         pending: list[tuple[int, ...]] = [()]
         while pending:
             prefix = pending.pop()
-            view.cur[:] = state
+            view._cells[:] = state
             view.events.clear()
+            view._flags.clear()
             view._picks.clear()
             view._counts.clear()
             view._chosen.clear()
@@ -843,7 +1001,7 @@ class Instance:
             except Exception as exc:  # noqa: BLE001 - spec code is user code
                 raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
             view._prefix.clear()
-            return Successor(tuple(view.cur), tuple(view._chosen), tuple(view.events))
+            return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags))
         view._prefix.clear()
         return None
 
@@ -876,7 +1034,7 @@ class Instance:
     def violated(self, state: State) -> str | None:
         """Name of the first invariant ``state`` violates, or ``None``."""
         view = self.view
-        view.cur[:] = state
+        view._cells[:] = state
         for inv in self.invariants:
             try:
                 ok = inv.fn(view)
@@ -884,27 +1042,41 @@ class Instance:
                 raise
             except Exception as exc:  # noqa: BLE001
                 raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
-            if not ok:
+            if not invariant_value(inv, ok):
                 return inv.name
+        return None
+
+    def step_violated(self, succ: Successor, checked: Sequence[str] | None = None) -> str | None:
+        """First invariant, in declaration order, that the step to ``succ`` violates, or ``None``.
+
+        A step violates ``X`` when its state does or when one of its events
+        was marked ``violates=X``; only the ``checked`` invariants count
+        (all of them by default).
+        """
+        names = list(self.spec.invariants) if checked is None else [n for n in self.spec.invariants if n in checked]
+        for name in names:
+            if name in succ.violations or not self.holds(succ.state, name):
+                return name
         return None
 
     def holds(self, state: State, invariant: str) -> bool:
         """Whether ``state`` satisfies the named invariant."""
         view = self.view
-        view.cur[:] = state
+        view._cells[:] = state
         inv = self.spec.invariants[invariant]
         try:
-            return bool(inv.fn(view))
+            ok = inv.fn(view)
         except OwnershipError:
             raise
         except Exception as exc:  # noqa: BLE001
             raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+        return invariant_value(inv, ok)
 
     def is_terminal(self, state: State) -> bool:
         """Whether the spec calls ``state`` finished (no request pending)."""
         if self.spec.done is None:
             return False
-        self.view.cur[:] = state
+        self.view._cells[:] = state
         return bool(self.spec.done(self.view))
 
     # -- representation -------------------------------------------------------

@@ -275,7 +275,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     def _compare(self, after: str) -> None:
         view = self._inst.view
-        view.cur[:] = self.state
+        view._cells[:] = self.state
         expected = self.adapter.expected(view)
         observed = self.adapter.observe()
         d = _diff(observed, expected, self._adapter_cls.__name__)

@@ -111,12 +111,19 @@ class Ownership:
 
             This is the tenant-isolation property: KV pages are not zeroed, so
             reading a page holding another request's KV leaks that request's
-            prompt into this request's output.
+            prompt into this request's output.  It covers reads made with
+            ``pool.read`` (and the prefix index's ``read``, which calls it);
+            reads through the storage tiers (``Tiers.read``, the source of
+            ``Tiers.copy``) are judged by ``tier_read_matches_index`` instead.
             """
             return all(s.read_foreign[r] == None for r in s.all(Req))  # noqa: E711 - also runs on solver terms
 
         def no_read_of_unwritten(s: Any) -> bool:
-            """No request reads a page that no request has written (garbage input)."""
+            """No request reads a page that no request has written (garbage input).
+
+            Covers reads made with ``pool.read`` only; a tier read finding no
+            copy is a ``tier_read_matches_index`` violation instead.
+            """
             return not any(s.read_unwritten[r] for r in s.all(Req))
 
         def no_unowned_write(s: Any) -> bool:
@@ -198,7 +205,7 @@ class PagePool:
     def held(self, s: Any, r: int) -> Any:
         """How many pages ``r``'s page table holds (a solver term under the symbolic engines)."""
         # (bit == 1) is a bool, so the sum stays an ordinary int under the solver (as in refcount).
-        return sum((h >> r & 1) == 1 for h in getattr(s, self.holders_var))
+        return sum((h >> ix(r) & 1) == 1 for h in getattr(s, self.holders_var))
 
     # -- operations ------------------------------------------------------------
     def alloc(self, s: Any, r: int, n: int, first_slot: int = 0) -> list[int]:
@@ -257,6 +264,8 @@ class PagePool:
                 s.wrote_unowned[r] = True
             bad = bad and s.checks("no_unowned_write")
             content[p] = r
+            if bad:
+                s.flag("no_unowned_write")
             if s.recording:
                 s.emit("write", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
                        violates="no_unowned_write" if bad else None)
@@ -277,6 +286,8 @@ class PagePool:
                 if s.read_foreign[r] is None:
                     s.read_foreign[r] = c
                 violation = "no_foreign_read" if s.checks("no_foreign_read") else None
+            if violation is not None:
+                s.flag(violation)
             if s.recording:
                 s.emit("read", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
                        content=s.name_of(Req, c) if c is not None else None, violates=violation)

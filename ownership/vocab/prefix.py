@@ -255,6 +255,7 @@ class PrefixIndex:
         table = getattr(s, self.table_var)
         hit = getattr(s, self.hit_var)
         handle: int | None = None
+        check_hit = s.checks("prefix_hit_written")
         for m in self.path(self.node_of(s, key)):
             if not self.cached(s, m):
                 break
@@ -263,6 +264,8 @@ class PrefixIndex:
                 _set_if(s, table, (r, p), here, m)
                 stale = here & (kv[p] != m)
                 hit[r] = hit[r] | stale
+                if check_hit:
+                    s.flag("prefix_hit_written", stale)
                 if s.recording and here:
                     s.emit("prefix_hit", pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
                            node=self._node(s, m), kv=self._node(s, kv[p]),
@@ -310,6 +313,7 @@ class PrefixIndex:
         free = getattr(s, self.pool.free_var)
         table = getattr(s, self.table_var)
         lost = getattr(s, self.evicted_var)
+        check_evict = s.checks("no_evict_in_use")
         for p in s.all(self.pool.Page):
             here = nodes[p] == m
             _set_if(s, nodes, p, here, None)
@@ -318,6 +322,8 @@ class PrefixIndex:
             for u in s.all(self.pool.own.requests):
                 in_use = here & (table[u, p] != None)  # noqa: E711 - also runs on solver terms
                 lost[u] = lost[u] | in_use
+                if check_evict:
+                    s.flag("no_evict_in_use", in_use)
                 if s.recording and in_use:
                     users.append(self._req(s, u))
             if s.recording and here:
@@ -342,10 +348,13 @@ class PrefixIndex:
         kv = getattr(s, self.kv_var)
         table = getattr(s, self.table_var)
         stale_of = getattr(s, self.stale_var)
+        check_read = s.checks("prefix_read_matches")
         for p in s.all(self.pool.Page):
             m = table[r, p]
             stale = (m != None) & _not(self._holds(s, r, p)) & (kv[p] != m)  # noqa: E711
             stale_of[r] = stale_of[r] | stale
+            if check_read:
+                s.flag("prefix_read_matches", stale)
             if s.recording and m is not None and not self._holds(s, r, p):
                 s.emit("prefix_read", pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
                        node=self._node(s, m), kv=self._node(s, kv[p]),

@@ -194,6 +194,17 @@ class BlockTables:
             # k references fewer; back on the free list if this call took the count to 0.
             ref[b] -= k
             free[b] += all_of(k > 0, ref[b] == 0)
+        # Flagged outside the recording branch: a search does not record, and a block freed and
+        # taken again within one action leaves no trace in the state.
+        holders = getattr(s, self.holders_var)
+        if s.checks("refcount_nonnegative"):
+            for b, k in drops:
+                s.flag("refcount_nonnegative", all_of(k > 0, ref[b] < 0))
+        if s.checks("no_free_while_referenced"):
+            others = [q for q in s.all(self.seqs) if q != r]
+            for b, k in drops:
+                used = any_of(*[(holders[b] >> ix(q) & 1) == 1 for q in others]) if others else False
+                s.flag("no_free_while_referenced", all_of(k > 0, ref[b] == 0, used))
         if s.recording:
             self._emit_free(s, r, [(b, before[ix(b)]) for b, k in drops if k])
 

@@ -123,6 +123,8 @@ class Tiers:
         kept = self.holds(s, n, dst)
         self.drop(s, n, src)
         s.tier_lost[n] = any_of(s.tier_lost[n], kept == 0)
+        if s.checks("demote_only_after_copy"):
+            s.flag("demote_only_after_copy", kept == 0)
         if s.recording:
             lost = not kept
             s.emit("demote", req=s.name_of(self.own.requests, n), src=src.name, dst=dst.name,
@@ -136,6 +138,8 @@ class Tiers:
         count = sum(named)
         wrong = sum(all_of(named[ix(p)], content[p] != n) for p in s.all(tier.Page))
         s.tier_misread[n] = any_of(s.tier_misread[n], count == 0, wrong > 0)
+        if s.checks("tier_read_matches_index"):
+            s.flag("tier_read_matches_index", any_of(count == 0, wrong > 0))
         if s.recording:
             self._emit_read(s, n, tier)
         return count
