@@ -255,8 +255,8 @@ def _run_check(
 
     ``record`` collects the CI reports' record of the run (see ``ownership.render.ci``).
     """
-    from ownership.engines import ENGINE_NAMES, compare, run_engine
-    from ownership.render.text import reproduce_command, result_report
+    from ownership.engines import ENGINE_NAMES, compare, relate, run_engine
+    from ownership.render.text import headline, reproduce_command, result_report
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 
@@ -284,7 +284,9 @@ def _run_check(
     for line in result_report(result, invariant_doc=doc, ghosts=ghosts, derived=spec.derived_values.values()):
         typer.echo(line)
     for other in results[1:]:
-        typer.echo(f"  agrees: {other.engine} says {other.verdict.name}: {other.coverage()}")
+        # "agrees" only when both results promise something comparable; a sampled pass never does.
+        relation, why = relate(result, other)
+        typer.echo(f"  {relation}: {headline(other).strip()}: {why}; {other.coverage()}")
     if settings.explain and result.trace is not None:
         _explain(spec, result, settings)
     written: list[Path] = []

@@ -46,6 +46,28 @@ class StopReason(enum.Enum):
     DISAGREEMENT = "found a step where the implementation and the spec disagree"
 
 
+class CoverageKind(enum.Enum):
+    """What kind of coverage an engine gives: what a verdict without a violation can claim."""
+
+    EXHAUSTIVE = "exhaustive"
+    """Every reachable state of the instance, or of those up to a stated depth (explore)."""
+    BOUNDED = "bounded"
+    """Every execution up to a stated depth, checked by a solver (bmc)."""
+    SAMPLED = "sampled"
+    """Random interleavings: a pass means none of the sampled ones fails, nothing more (hypothesis, mbt)."""
+    PROOF = "proof"
+    """Executions of any length, by induction or an inductive invariant (prove)."""
+
+
+_ENGINE_KIND = {
+    "explore": CoverageKind.EXHAUSTIVE,
+    "bmc": CoverageKind.BOUNDED,
+    "prove": CoverageKind.PROOF,
+    "hypothesis": CoverageKind.SAMPLED,
+    "mbt": CoverageKind.SAMPLED,
+}
+
+
 @dataclass(frozen=True)
 class Stats:
     """What an engine covered: distinct states, transitions, depth, time."""
@@ -80,6 +102,17 @@ class CheckResult:
     """Code that reproduces the failure (the random engines print Hypothesis' steps)."""
     action_counts: Mapping[str, int] | None = None
     """How often each action ran (random engines: action coverage)."""
+    coverage_kind: CoverageKind | None = None
+    """The engine's kind of coverage; engines set it (``None``: inferred from the engine's name)."""
+
+    def __post_init__(self) -> None:
+        if self.coverage_kind is None:
+            object.__setattr__(self, "coverage_kind", _ENGINE_KIND.get(self.engine, CoverageKind.EXHAUSTIVE))
+
+    @property
+    def sampled(self) -> bool:
+        """Whether a pass only means that no sampled run failed (random testing)."""
+        return self.coverage_kind is CoverageKind.SAMPLED
 
     @property
     def exit_code(self) -> ExitCode:

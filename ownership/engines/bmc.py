@@ -23,7 +23,7 @@ from typing import Any
 import z3
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
@@ -594,6 +594,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             spec=inst.spec.name, engine="bmc", verdict=verdict, stop_reason=reason,
             stats=Stats(0, 0, depth, time.perf_counter() - start), params=_shown_params(inst, options),
             invariants=tuple(names), violated=violated, trace=trace, options=opts, notes=tuple(notes + list(extra)),
+            coverage_kind=CoverageKind.BOUNDED,
         )
 
     for k in range(options.max_depth + 1):
@@ -735,7 +736,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         return CheckResult(inst.spec.name, "prove", verdict, reason,
                            Stats(states, transitions, depth, time.perf_counter() - start),
                            shown, tuple(all_invs), violated=violated, trace=trace, options=opts,
-                           notes=(*notes, *widened, coverage_note(sym.width)))
+                           notes=(*notes, *widened, coverage_note(sym.width)), coverage_kind=CoverageKind.PROOF)
 
     def shortest_by_bmc() -> CheckResult:
         return bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)

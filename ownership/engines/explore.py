@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Any
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State
@@ -146,6 +146,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
             trace=trace,
             options=opts,
             notes=tuple(notes),
+            coverage_kind=CoverageKind.EXHAUSTIVE,
         )
 
     try:

@@ -15,7 +15,8 @@ The machine is generated from the spec, not written by hand:
   ``picks``, so every printed step is plain data:
   ``state.decode_admit(r='B', picks=())`` — Hypothesis' own reproduction is
   pasteable Python (see :func:`load_machine`);
-* one Hypothesis ``@invariant`` per spec invariant.
+* one Hypothesis ``@invariant`` that checks the spec invariants in declaration
+  order, so this engine names the same first violation as the explorer.
 
 A failure is shrunk by Hypothesis, then rebuilt as the common
 :class:`~ownership.core.trace.Trace` by replaying its steps through the
@@ -41,7 +42,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import ActionInstance, Instance, State, Successor
 
@@ -295,26 +296,32 @@ def _make_rule(name: str, action: str, arg_names: Sequence[str]) -> Callable[...
     return enabled(rule(**args)(step))  # type: ignore[call-overload]
 
 
-@precondition(lambda self: not any(self.can_run(a) for a in self._by_action))
-@rule()
-def _restart(self: SpecMachine) -> None:
-    """Nothing can run (every request is done, or stuck): start a fresh run from the initial state.
+def _make_restart(name: str) -> Callable[[SpecMachine], None]:
+    def restart(self: SpecMachine) -> None:
+        self.state = self._inst.init_state
+        self.path = []
 
-    Hypothesis cannot end an example early, and idling would spend the rest
-    of it doing nothing; a fresh run keeps exploring.  A violation's trace
-    starts at the last restart.
-    """
-    self.state = self._inst.init_state
-    self.path = []
+    # Hypothesis prints a step by the function's __name__: it must be the
+    # attribute the class has, or a pasted reproduction fails on that line.
+    restart.__name__ = restart.__qualname__ = name
+    restart.__doc__ = (
+        "Nothing can run (every request is done, or stuck): start a fresh run from the initial state.\n\n"
+        "Hypothesis cannot end an example early, and idling would spend the rest of it doing nothing; "
+        "a fresh run keeps exploring.  A violation's trace starts at the last restart."
+    )
+    idle = precondition(lambda self: not any(self.can_run(a) for a in self._by_action))
+    return idle(rule()(restart))  # type: ignore[no-any-return]
 
 
-def _make_invariant(name: str) -> Callable[[SpecMachine], None]:
+def _make_invariants(name: str) -> Callable[[SpecMachine], None]:
     def check(self: SpecMachine) -> None:
-        self._check(name)
+        self._check_all("")
 
-    check.__name__ = check.__qualname__ = f"invariant_{name}"
-
-    check.__doc__ = f"The spec's invariant {name}."
+    # One Hypothesis invariant that checks the spec's invariants in their
+    # declaration order, as explore does, so both engines name the same
+    # first violated invariant (Hypothesis orders separate invariants by name).
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = "The spec's invariants, in declaration order."
     return invariant()(check)
 
 
@@ -341,9 +348,10 @@ def machine_class(inst: Instance, invariants: Sequence[str] | None = None) -> ty
     for act in spec.actions.values():
         rule_name = _rule_name(act.name, taken)
         ns[rule_name] = _make_rule(rule_name, act.name, act.arg_names)
-    for name in checked:
-        ns[_rule_name(f"invariant_{name}", taken)] = _make_invariant(name)
-    ns[_rule_name("restart_when_done", taken)] = _restart
+    inv_name = _rule_name("invariant_holds", taken)
+    ns[inv_name] = _make_invariants(inv_name)
+    restart_name = _rule_name("restart_when_done", taken)
+    ns[restart_name] = _make_restart(restart_name)
     return type(_class_name(spec.name), (SpecMachine,), ns)
 
 
@@ -416,7 +424,7 @@ def _machine_test(get_test: Callable[..., Callable[[], None]], machine: type[Spe
     Examples run at least half of ``steps`` steps: Hypothesis otherwise
     favours very short examples, and ownership bugs need a request to go all
     the way through before another reuses its pages.  A spec that finishes
-    early restarts (see ``_restart``); shrinking still removes every step the
+    early restarts (see ``_make_restart``); shrinking still removes every step the
     failure does not need.
     """
     try:
@@ -486,6 +494,7 @@ def check_stateful(
         "invariants": checked,
         "options": opts,
         "action_counts": counts,
+        "coverage_kind": CoverageKind.SAMPLED,
     }
     if interrupted:
         return CheckResult(

@@ -33,6 +33,9 @@ def headline(result: CheckResult) -> str:
     if result.verdict is Verdict.VIOLATED:
         what = "deadlock" if result.violated == "deadlock" else result.violated
         return f"VIOLATED  {what}  in {result.spec} ({result.engine})"
+    if result.sampled and result.verdict is Verdict.BOUNDED_OK:
+        # Random testing: nothing that reads like a proof or a bounded guarantee.
+        return f"NO VIOLATION FOUND (sampled)  {result.spec} ({result.engine})"
     return f"{result.verdict.name}  {result.spec} ({result.engine})"
 
 

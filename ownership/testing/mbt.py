@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.engines.stateful import (
     HypothesisOptions,
     InvariantViolation,
@@ -460,6 +460,7 @@ def run_mbt(
         "invariants": tuple(the_spec.invariants),
         "options": opts,
         "action_counts": {a: log.action_counts.get(a, 0) for a in the_spec.actions},
+        "coverage_kind": CoverageKind.SAMPLED,
     }
     notes = [f"{adapter_cls.__name__} ran {log.examples:,} examples in lock step with the spec ({log.steps:,} steps)"]
     if failure is None:
