@@ -195,9 +195,10 @@ class _CheckSettings:
             raise OwnershipError(Code.BAD_OPTION, "--deadlock is supported by the explorer without --free only")
         random_only = self.seed is not None or self.max_examples is not None or self.steps is not None or self.derandomize
         if engine == "hypothesis":
-            if self.free or self.max_states is not None or self.max_seconds is not None or self.max_depth is not None:
+            if self.free or self.max_states is not None or self.max_depth is not None:
                 raise OwnershipError(
-                    Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed and --derandomize (not --free or explorer limits)"
+                    Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize "
+                    "and --max-seconds (not --free, --max-states or --max-depth)"
                 )
             from ownership.engines.stateful import HypothesisOptions
 
@@ -211,8 +212,8 @@ class _CheckSettings:
             )
         if random_only and self.engine != "all":
             raise OwnershipError(Code.BAD_OPTION, "--seed/--max-examples/--steps/--derandomize are options of --engine hypothesis")
-        if engine == "bmc" and (self.max_states is not None or self.max_seconds is not None):
-            raise OwnershipError(Code.BAD_OPTION, "--max-states/--max-seconds are explorer limits; bmc takes --max-depth and --solver-timeout")
+        if engine == "bmc" and self.max_states is not None:
+            raise OwnershipError(Code.BAD_OPTION, "--max-states is an explorer limit; bmc takes --max-depth, --solver-timeout and --max-seconds")
         if engine == "explore" and (self.free or self.minimize or self.maximize):
             from ownership.engines.paramexplore import ParamOptions
 
@@ -255,23 +256,39 @@ def _run_check(
 
     ``record`` collects the CI reports' record of the run (see ``ownership.render.ci``).
     """
+    from ownership.core.limits import limited
+    from ownership.core.result import StopReason
     from ownership.engines import ENGINE_NAMES, compare, relate, run_engine
     from ownership.render.text import headline, reproduce_command, result_report
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 
+    started = time.monotonic()
     spec = load_spec(spec_path)
-    inst = Instance(spec, settings.params)
     if settings.engine not in ENGINE_NAMES:
         raise OwnershipError(Code.BAD_OPTION, f"unknown engine {settings.engine!r} (available: {', '.join(ENGINE_NAMES)})")
     engines = ["explore", "bmc", "hypothesis"] if settings.engine == "all" else [settings.engine]
+    options = {engine: settings.engine_options(engine) for engine in engines}
+    try:
+        # --max-seconds is wall-clock for the whole check of this spec: building the
+        # instance (a huge parameter) counts, and so does every engine after it.
+        with limited(_left(settings.max_seconds, started)):
+            inst = Instance(spec, settings.params)
+    except KeyboardInterrupt as exc:
+        return _setup_stopped(spec, spec_path, settings, exc, started, quiet=quiet, record=record)
+    if not quiet:
+        for line in _size_warnings(inst):
+            sys.stderr.write(line + "\n")
     results = []
     for engine in engines:
         progress = _Progress(settings.progress and not quiet)
         try:
-            results.append(run_engine(engine, inst, settings.engine_options(engine), progress=progress))
+            with limited(_left(settings.max_seconds, started)):
+                results.append(run_engine(engine, inst, options[engine], progress=progress))
         finally:
             progress.done()
+        if results[-1].stop_reason is StopReason.INTERRUPTED:
+            break  # Ctrl-C or SIGTERM: the user wants the answer so far, not the next engine
     if len(results) > 1:
         disagreement = compare(results)
         if disagreement:
@@ -384,8 +401,10 @@ def check(
         for i, spec_path in enumerate(specs):
             if i:
                 typer.echo("")
-            code, _ = _run_check(spec_path, settings, record=runs)
+            code, result = _run_check(spec_path, settings, record=runs)
             worst = _worse(worst, code)
+            if result.stop_reason.name == "INTERRUPTED":
+                break  # Ctrl-C or SIGTERM: stop here, with what was covered so far
     raise typer.Exit(int(worst))
 
 
@@ -442,6 +461,66 @@ def report(
     out.write_text(render_report(sections, command=command), encoding="utf-8")
     typer.echo(f"wrote {out}")
     raise typer.Exit(int(worst))
+
+
+def _left(max_seconds: float | None, started: float) -> float | None:
+    """Seconds left of the wall-clock limit (at least a millisecond: an engine still says what it covered)."""
+    if max_seconds is None:
+        return None
+    return max(max_seconds - (time.monotonic() - started), 0.001)
+
+
+def _setup_stopped(
+    spec: Any, spec_path: Path, settings: _CheckSettings, exc: BaseException, started: float, *,
+    quiet: bool, record: list[Any] | None,
+) -> tuple[ExitCode, Any]:
+    """Report a check stopped (time limit, Ctrl-C, SIGTERM) while the instance was being built: UNKNOWN."""
+    from ownership.core.limits import stop_reason_of
+    from ownership.core.result import CheckResult, Stats, Verdict
+    from ownership.render.text import result_report
+
+    reason = stop_reason_of(exc)
+    result = CheckResult(
+        spec=spec.name, engine=settings.engine, verdict=Verdict.UNKNOWN, stop_reason=reason,
+        stats=Stats(0, 0, 0, time.monotonic() - started), params=dict(settings.params),
+        invariants=tuple(settings.invariants or spec.invariants),
+        notes=(f"inconclusive: the run {reason.value} while building the instance (enumerating its actions "
+               "and initial state): no state was checked",),
+    )
+    if not quiet:
+        for line in result_report(result):
+            typer.echo(line)
+    if record is not None:
+        from ownership.render.ci import spec_run
+
+        record.append(spec_run(spec, spec_path, result))
+    return result.exit_code, result
+
+
+SIZE_WARNING_CELLS = 512
+"""A state with more cells than this is wide: every state costs time and memory to hash, compare and store."""
+SIZE_WARNING_DOMAIN = 64
+"""A domain with more values than this multiplies the branching of every action that ranges over it."""
+SIZE_WARNING_INSTANCES = 1024
+"""More action instances (actions x argument values) than this: every state tries each of them."""
+
+
+def _size_warnings(inst: Any) -> list[str]:
+    """Warnings printed before a large instance is searched, with the sizes that make it large."""
+    sizes = dict(getattr(inst, "sizes", {}))
+    biggest = ", ".join(f"{name}={n:,}" for name, n in sorted(sizes.items(), key=lambda kv: -kv[1])[:3])
+    hint = "expect a slow search or one that runs out of memory: try smaller parameters, or bound it with --max-seconds"
+    out = []
+    cells = len(inst.init_state)
+    if cells > SIZE_WARNING_CELLS:
+        out.append(f"warning: wide state: {cells:,} cells per state (largest domains {biggest}); {hint}")
+    large = [f"{name} has {n:,} values" for name, n in sizes.items() if n > SIZE_WARNING_DOMAIN]
+    if large:
+        out.append(f"warning: large domain: {', '.join(large)}; {hint}")
+    n = len(inst.action_instances)
+    if n > SIZE_WARNING_INSTANCES:
+        out.append(f"warning: {n:,} action instances (actions x argument values) are tried in every state; {hint}")
+    return out
 
 
 def _default_out(spec_name: str, engine: str) -> Path:
@@ -721,6 +800,7 @@ def prove(
     where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Prove only this invariant (helpers are still assumed).")] = None,
     out: Annotated[Path | None, typer.Option(help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase included (reached -> exit 3).")] = None,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
     from ownership.engines.bmc import BmcOptions
@@ -734,8 +814,19 @@ def prove(
     for i, spec_path in enumerate(specs):
         if i:
             typer.echo("")
+        from ownership.core.limits import limited
+
+        started = time.monotonic()
         spec = load_spec(spec_path)
-        inst = Instance(spec, _parse_params(param))
+        settings = _CheckSettings("prove", _parse_params(param), None, None, max_seconds, True, False,
+                                  tuple(invariant) if invariant else None, out, (), False, False)
+        try:
+            with limited(_left(max_seconds, started)):
+                inst = Instance(spec, settings.params)
+        except KeyboardInterrupt as exc:
+            code, _ = _setup_stopped(spec, spec_path, settings, exc, started, quiet=False, record=None)
+            worst = _worse(worst, code)
+            continue
         options = BmcOptions(
             max_k=max_k, solver_timeout=solver_timeout, free=tuple(free or ()), where=tuple(where or ()), spacer=spacer,
             spacer_timeout=spacer_timeout, reach_states=reach_states,
@@ -743,7 +834,10 @@ def prove(
         )
         progress = _Progress(True)
         try:
-            result = run_prove(inst, options, progress)
+            # Every phase (encoding, widening, k-induction, the reachable set, Spacer) stops
+            # at the limit or on Ctrl-C/SIGTERM and reports how far it got.
+            with limited(_left(max_seconds, started)):
+                result = run_prove(inst, options, progress)
         finally:
             progress.done()
         doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""

@@ -22,6 +22,7 @@ from typing import Any
 
 import z3
 
+from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
@@ -535,6 +536,41 @@ def _widths(inst: Instance, options: BmcOptions) -> list[int]:
     return out
 
 
+class _Reached:
+    """Passes progress on and remembers the last phase and depth reported (for a stopped run's coverage)."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress = progress
+        self.depth = -1
+        self.states = 0
+
+    def __call__(self, p: Any) -> None:
+        self.depth = max(self.depth, p.depth)
+        self.states = max(self.states, getattr(p, "states", 0) or 0)
+        if self.progress is not None:
+            self.progress(p)
+
+
+def _stopped(engine: str, inst: Instance, options: BmcOptions, start: float, reached: _Reached,
+             exc: BaseException) -> CheckResult:
+    """The UNKNOWN result of a solver run stopped by Ctrl-C, SIGTERM or the wall-clock limit."""
+    reason = stop_reason_of(exc)
+    if reached.depth < 0:
+        what = "before the first solver query (while encoding the spec)"
+    elif engine == "bmc":
+        what = f"while checking depth {reached.depth}: every execution of up to {reached.depth - 1} steps was checked"
+    else:
+        what = f"at k={reached.depth} (no proof yet)" + (
+            f", after enumerating {reached.states:,} reachable states" if reached.states else "")
+    invs = tuple(options.invariants) if options.invariants is not None else tuple(inst.spec.invariants)
+    return CheckResult(
+        spec=inst.spec.name, engine=engine, verdict=Verdict.UNKNOWN, stop_reason=reason,
+        stats=Stats(reached.states, 0, max(reached.depth, 0), time.perf_counter() - start),
+        params=_shown_params(inst, options), invariants=invs, options=_opts(options),
+        notes=(f"inconclusive: the run {reason.value} {what}",),
+    )
+
+
 def _widening(engine: str, inst: Instance, options: BmcOptions, start: float,
               run_at: Callable[[SymbolicSpec, list[str], list[str]], CheckResult]) -> CheckResult:
     """Run ``run_at(sym, invariants, widened)`` at each width until one holds every integer.
@@ -569,11 +605,20 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     unbounded integers.
     """
     start = time.perf_counter()
-    if options.minimize or options.maximize:
-        sym = SymbolicSpec(inst, options.free, options.symmetry)
-        return _optimize(inst, sym, _checked(sym, options), options, start)
-    return _widening("bmc", inst, options, start,
-                     lambda sym, names, widened: _bmc_at(inst, sym, names, options, progress, start, widened))
+    reached = _Reached(progress)
+    try:
+        if options.minimize or options.maximize:
+            sym = SymbolicSpec(inst, options.free, options.symmetry)
+            return _optimize(inst, sym, _checked(sym, options), options, start)
+        return _widening("bmc", inst, options, start,
+                         lambda sym, names, widened: _bmc_at(inst, sym, names, options, reached, start, widened))
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit, in any phase
+        return _stopped("bmc", inst, options, start, reached, exc)
+    except Exception as exc:  # noqa: BLE001 - a stop that came out of a Z3 call; anything else is re-raised
+        stop = stop_in(exc)
+        if stop is None:
+            raise
+        return _stopped("bmc", inst, options, start, reached, stop)
 
 
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
@@ -707,8 +752,17 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     proved along with the invariants; if it fails the proof restarts wider.
     """
     start = time.perf_counter()
-    return _widening("prove", inst, options, start,
-                     lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened))
+    reached = _Reached(progress)
+    try:
+        return _widening("prove", inst, options, start,
+                         lambda sym, names, widened: _prove_at(inst, sym, names, options, reached, start, widened))
+    except KeyboardInterrupt as exc:
+        return _stopped("prove", inst, options, start, reached, exc)
+    except Exception as exc:  # noqa: BLE001 - a stop that came out of a Z3 call; anything else is re-raised
+        stop = stop_in(exc)
+        if stop is None:
+            raise
+        return _stopped("prove", inst, options, start, reached, stop)
 
 
 def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: BmcOptions, progress: Any,

@@ -30,6 +30,7 @@ from typing import Any
 
 import z3
 
+from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.engines.symbolic import (
@@ -460,47 +461,55 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
         # Every reachable state is explored even after a violation: the union of violating
         # parameter regions (for --minimize and for the region description) needs all of them,
         # and a violating state's successors may violate for further parameter values.
-        while frontier:
-            if options.max_depth is not None and depth >= options.max_depth:
-                stop = StopReason.DEPTH_LIMIT
-                break
-            nxt: list[tuple[int, tuple[Any, ...]]] = []
-            for idx, state in frontier:
-                pc = nodes[idx].pc
-                for ai_index, (act, args) in enumerate(instances):
-                    for enabled, _res, picks, new_state, path_pc in run(_call(act.fn, view, args), state, pc):
-                        if not enabled:
-                            continue
-                        transitions += 1
-                        new_pc = tuple(pc) + path_pc
-                        pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
-                        key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
-                        if key in seen:
-                            continue
-                        if options.max_states is not None and len(nodes) >= options.max_states:
-                            stop = StopReason.STATE_LIMIT
+        try:
+            while frontier:
+                if options.max_depth is not None and depth >= options.max_depth:
+                    stop = StopReason.DEPTH_LIMIT
+                    break
+                nxt: list[tuple[int, tuple[Any, ...]]] = []
+                for idx, state in frontier:
+                    pc = nodes[idx].pc
+                    for ai_index, (act, args) in enumerate(instances):
+                        for enabled, _res, picks, new_state, path_pc in run(_call(act.fn, view, args), state, pc):
+                            if not enabled:
+                                continue
+                            transitions += 1
+                            new_pc = tuple(pc) + path_pc
+                            pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
+                            key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
+                            if key in seen:
+                                continue
+                            if options.max_states is not None and len(nodes) >= options.max_states:
+                                stop = StopReason.STATE_LIMIT
+                                break
+                            nid = len(nodes)
+                            seen[key] = nid
+                            nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
+                            bad = violation(new_state, new_pc)
+                            if bad:
+                                violations.append((nid, bad[0], bad[1]))
+                            nxt.append((nid, new_state))
+                        if stop:
                             break
-                        nid = len(nodes)
-                        seen[key] = nid
-                        nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
-                        bad = violation(new_state, new_pc)
-                        if bad:
-                            violations.append((nid, bad[0], bad[1]))
-                        nxt.append((nid, new_state))
                     if stop:
+                        break
+                    if options.max_seconds is not None and time.perf_counter() - start > options.max_seconds:
+                        stop = StopReason.TIME_LIMIT
                         break
                 if stop:
                     break
-                if options.max_seconds is not None and time.perf_counter() - start > options.max_seconds:
-                    stop = StopReason.TIME_LIMIT
-                    break
-            if stop:
-                break
-            frontier = nxt
-            if frontier:
-                depth += 1
-            if progress is not None:
-                progress(_Progress(len(nodes), transitions, depth, len(frontier), time.perf_counter() - start))
+                frontier = nxt
+                if frontier:
+                    depth += 1
+                if progress is not None:
+                    progress(_Progress(len(nodes), transitions, depth, len(frontier), time.perf_counter() - start))
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or --max-seconds: report what was covered
+            stop = stop_reason_of(exc)
+        except Exception as exc:  # a stop that came out of a Z3 call; anything else is re-raised
+            found = stop_in(exc)
+            if found is None:
+                raise
+            stop = stop_reason_of(found)
     elapsed = time.perf_counter() - start
     shown = {k: ("free" if k in options.free else v) for k, v in inst.param_values.items()}
     opts = asdict(options)

@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from ownership.core.limits import stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.errors import Code, OwnershipError
@@ -458,14 +459,14 @@ def check_stateful(
     checked = base._checked
     inst.set_recording(False)
     failure: BaseException | None = None
-    interrupted = False
+    interrupted: StopReason | None = None
     try:
         with _capturing(lines):
             test()
     except InvariantViolation as exc:
         failure = exc
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit
+        interrupted = stop_reason_of(exc)
     except OwnershipError:
         raise
     except hypothesis.errors.InvalidDefinition as exc:
@@ -496,10 +497,9 @@ def check_stateful(
         "action_counts": counts,
         "coverage_kind": CoverageKind.SAMPLED,
     }
-    if interrupted:
-        return CheckResult(
-            verdict=Verdict.UNKNOWN, stop_reason=StopReason.INTERRUPTED, stats=stats, notes=tuple(notes), **common
-        )
+    if interrupted is not None:
+        notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
+        return CheckResult(verdict=Verdict.UNKNOWN, stop_reason=interrupted, stats=stats, notes=tuple(notes), **common)
     if failure is None:
         return CheckResult(
             verdict=Verdict.BOUNDED_OK, stop_reason=StopReason.EXAMPLES_DONE, stats=stats, notes=tuple(notes), **common
