@@ -259,7 +259,7 @@ def _run_check(
     from ownership.core.limits import limited
     from ownership.core.result import StopReason
     from ownership.engines import ENGINE_NAMES, compare, relate, run_engine
-    from ownership.render.text import headline, reproduce_command, result_report
+    from ownership.render.text import reproduce_command, result_report
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 
@@ -303,7 +303,8 @@ def _run_check(
     for other in results[1:]:
         # "agrees" only when both results promise something comparable; a sampled pass never does.
         relation, why = relate(result, other)
-        typer.echo(f"  {relation}: {headline(other).strip()}: {why}; {other.coverage()}")
+        said = "NO VIOLATION FOUND (sampled)" if other.sampled and other.verdict.name == "BOUNDED_OK" else other.verdict.name
+        typer.echo(f"  {relation}: {other.engine} says {said}: {why}; {other.coverage()}")
     if settings.explain and result.trace is not None:
         _explain(spec, result, settings)
     written: list[Path] = []
