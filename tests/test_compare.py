@@ -186,7 +186,9 @@ def _run_reproduction(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_reproduction_of_a_real_failing_run_raises_at_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    r = check_stateful(Instance(load_spec(SPECS / "vllm_fork_double_free_buggy.py")), HypothesisOptions(derandomize=True))
+    # walks=0: the reproduction Hypothesis itself printed for its shrunk run.
+    opts = HypothesisOptions(derandomize=True, walks=0)
+    r = check_stateful(Instance(load_spec(SPECS / "vllm_fork_double_free_buggy.py")), opts)
     assert r.reproduction is not None and r.trace is not None
     proc = _run_reproduction(r.reproduction, ROOT)
     assert proc.returncode != 0
@@ -204,7 +206,7 @@ def test_reproduction_with_restarts_runs_and_raises_at_the_failing_step(
     # Without shrinking the failing example keeps the runs before it, each ended by a restart.
     plain = stateful._settings
     monkeypatch.setattr(stateful, "_settings", lambda o: hypothesis.settings(plain(o), phases=[hypothesis.Phase.generate]))
-    r = check_stateful(Instance(load_spec(path)), HypothesisOptions(max_examples=200, steps=40, seed=2))
+    r = check_stateful(Instance(load_spec(path)), HypothesisOptions(max_examples=200, steps=40, seed=2, walks=0))
     assert r.violated == "not_seven" and r.reproduction is not None
     restart = [ln for ln in r.reproduction.splitlines() if ln.startswith("state.") and "restart" in ln]
     assert restart, r.reproduction
@@ -221,3 +223,37 @@ def test_every_printed_step_names_an_attribute_of_the_machine() -> None:
     assert len(rules) == len(instance("sglang_disagg_v0_5_21").spec.actions) + 1  # + the restart
     for rule in rules:
         assert getattr(cls, rule.function.__name__).__name__ == rule.function.__name__
+
+
+def test_reproduction_of_a_walk_raises_at_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    r = check_stateful(Instance(load_spec(SPECS / "sglang_disagg_v0_5_21.py")), HypothesisOptions(derandomize=True))
+    assert r.reproduction is not None and r.trace is not None
+    assert r.options.get("found_by") == "walk"
+    proc = _run_reproduction(r.reproduction, ROOT)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (f"ownership.engines.stateful.InvariantViolation: invariant {r.violated} violated after "
+                    f"step {len(r.trace)} {r.trace.steps[-1].call}")
+
+
+# -- default budget finds every known bug of the library -------------------------------------
+
+KNOWN_BUGS = sorted(p.name for p in SPECS.glob("*_buggy.py")) + ["sglang_disagg_v0_5_21.py"]
+
+
+@pytest.mark.parametrize("name", KNOWN_BUGS)
+def test_default_options_find_every_known_bug(name: str) -> None:
+    inst = Instance(load_spec(SPECS / name))
+    r = check_stateful(inst, HypothesisOptions(derandomize=True))
+    expected = explore(Instance(load_spec(SPECS / name)))
+    assert r.verdict is Verdict.VIOLATED, r.coverage()
+    assert r.violated == expected.violated  # the same first violation as the explorer names
+    assert r.trace is not None and expected.trace is not None
+    assert len(r.trace) <= len(expected.trace) + 3  # shrunk to near the shortest
+
+
+def test_cli_hypothesis_finds_the_v0_5_21_leak_with_default_options(tmp_path: Path) -> None:
+    code, out = _cli("check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--engine", "hypothesis", "--derandomize", "--no-render",
+                     "--no-progress", "--out", str(tmp_path))
+    assert code == 1, out
+    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_21 (hypothesis)")

@@ -153,10 +153,12 @@ class CheckResult:
         )
         if self.verdict is Verdict.VIOLATED:
             what = "the implementation and the spec disagree" if self.engine == "mbt" else "found a violation"
-            return f"{what} after {base}; the failing run was shrunk by Hypothesis"
+            how = "by deleting steps" if self.options.get("found_by") == "walk" else "by Hypothesis"
+            return f"{what} after {base}; the failing run was shrunk {how}"
         if self.verdict is Verdict.BOUNDED_OK:
             return (
-                f"no violation in {self.options.get('max_examples', '?')} random examples of up to "
+                f"no violation in {self.options.get('walks', 0):,} swarm random walks and "
+                f"{self.options.get('max_examples', '?')} random examples of up to "
                 f"{self.options.get('steps', '?')} steps ({base}); random testing: interleavings it did not sample "
                 "were NOT checked"
             )
