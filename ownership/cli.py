@@ -146,6 +146,7 @@ class _CheckSettings:
     max_examples: int | None = None
     steps: int | None = None
     derandomize: bool = False
+    walks: int | None = None
 
     def reproduce_flags(self, result: Any = None) -> list[str]:
         flags: list[str] = []
@@ -176,6 +177,8 @@ class _CheckSettings:
             flags += ["--max-examples", str(self.max_examples)]
         if self.steps is not None:
             flags += ["--steps", str(self.steps)]
+        if self.walks is not None:
+            flags += ["--walks", str(self.walks)]
         if self.derandomize:
             flags.append("--derandomize")
         else:
@@ -193,7 +196,8 @@ class _CheckSettings:
             raise OwnershipError(Code.BAD_OPTION, "--where constrains free parameters: add --free")
         if self.deadlock and (engine != "explore" or self.free):
             raise OwnershipError(Code.BAD_OPTION, "--deadlock is supported by the explorer without --free only")
-        random_only = self.seed is not None or self.max_examples is not None or self.steps is not None or self.derandomize
+        random_only = (self.seed is not None or self.max_examples is not None or self.steps is not None
+                       or self.derandomize or self.walks is not None)
         if engine == "hypothesis":
             if self.free or self.max_states is not None or self.max_depth is not None:
                 raise OwnershipError(
@@ -209,6 +213,7 @@ class _CheckSettings:
                 seed=self.seed,
                 derandomize=self.derandomize,
                 invariants=self.invariants,
+                walks=self.walks,
             )
         if random_only and self.engine != "all":
             raise OwnershipError(Code.BAD_OPTION, "--seed/--max-examples/--steps/--derandomize are options of --engine hypothesis")
@@ -285,6 +290,12 @@ def _run_check(
         try:
             with limited(_left(settings.max_seconds, started)):
                 results.append(run_engine(engine, inst, options[engine], progress=progress))
+        except KeyboardInterrupt as exc:
+            # A stop that arrived outside the engine's own handler (just before it started, or
+            # as it returned): keep a result that arrived, else say that nothing was reported.
+            if len(results) < engines.index(engine) + 1:
+                results.append(_stopped_result(spec, engine, settings, exc, started,
+                                               f"while {engine} was starting or returning", inst.param_values))
         finally:
             progress.done()
         if results[-1].stop_reason is StopReason.INTERRUPTED:
@@ -359,6 +370,7 @@ def check(
     max_examples: Annotated[int | None, typer.Option(help="hypothesis: number of random examples (default 200).")] = None,
     steps: Annotated[int | None, typer.Option(help="hypothesis: steps per example (default 50).")] = None,
     derandomize: Annotated[bool, typer.Option("--derandomize", help="hypothesis: same examples on every run (CI mode).")] = False,
+    walks: Annotated[int | None, typer.Option(help="hypothesis: swarm random walks before Hypothesis' examples (default 5 per example; 0: none).", min=0)] = None,
     max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
     max_states: Annotated[int | None, typer.Option(help="Stop after this many distinct states.")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
@@ -392,7 +404,7 @@ def check(
         engine, _parse_params(param), max_depth, max_states, max_seconds, symmetry, deadlock,
         tuple(invariant) if invariant else None, out, formats, render, progress,
         solver_timeout, tuple(free or ()), tuple(where or ()), minimize, maximize, explain=explain,
-        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize,
+        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, walks=walks,
     )
     from ownership.render.ci import reporting
 
@@ -476,18 +488,10 @@ def _setup_stopped(
     quiet: bool, record: list[Any] | None,
 ) -> tuple[ExitCode, Any]:
     """Report a check stopped (time limit, Ctrl-C, SIGTERM) while the instance was being built: UNKNOWN."""
-    from ownership.core.limits import stop_reason_of
-    from ownership.core.result import CheckResult, Stats, Verdict
     from ownership.render.text import result_report
 
-    reason = stop_reason_of(exc)
-    result = CheckResult(
-        spec=spec.name, engine=settings.engine, verdict=Verdict.UNKNOWN, stop_reason=reason,
-        stats=Stats(0, 0, 0, time.monotonic() - started), params=dict(settings.params),
-        invariants=tuple(settings.invariants or spec.invariants),
-        notes=(f"inconclusive: the run {reason.value} while building the instance (enumerating its actions "
-               "and initial state): no state was checked",),
-    )
+    result = _stopped_result(spec, settings.engine, settings, exc, started,
+                             "while building the instance (enumerating its actions and initial state): no state was checked")
     if not quiet:
         for line in result_report(result):
             typer.echo(line)
@@ -496,6 +500,21 @@ def _setup_stopped(
 
         record.append(spec_run(spec, spec_path, result))
     return result.exit_code, result
+
+
+def _stopped_result(spec: Any, engine: str, settings: _CheckSettings, exc: BaseException, started: float, where: str,
+                    params: Any = None) -> Any:
+    """An UNKNOWN result for a check stopped outside an engine (which reports its own coverage)."""
+    from ownership.core.limits import stop_reason_of
+    from ownership.core.result import CheckResult, Stats, Verdict
+
+    reason = stop_reason_of(exc)
+    return CheckResult(
+        spec=spec.name, engine=engine, verdict=Verdict.UNKNOWN, stop_reason=reason,
+        stats=Stats(0, 0, 0, time.monotonic() - started), params=dict(settings.params if params is None else params),
+        invariants=tuple(settings.invariants or spec.invariants),
+        notes=(f"inconclusive: the run {reason.value} {where}",),
+    )
 
 
 SIZE_WARNING_CELLS = 512

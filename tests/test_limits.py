@@ -197,3 +197,16 @@ def test_the_picture_folds_pages_nothing_touched() -> None:
     except Exception as exc:  # noqa: BLE001 - no Graphviz here: the DOT text is what is tested
         if "graphviz" not in str(exc).lower() and "dot" not in str(exc).lower():
             raise
+
+
+def test_max_seconds_holds_in_the_hypothesis_engine_and_in_engine_all(tmp_path: Path) -> None:
+    # Hypothesis' gc callbacks swallow an exception raised inside them: the limit must fire again.
+    started = time.monotonic()
+    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_22.py"), "--engine", "hypothesis", "--walks", "0",
+                                   "--max-examples", "100000", "--derandomize", "--max-seconds", "2", "--no-progress",
+                                   "--out", str(tmp_path)])
+    took = time.monotonic() - started
+    assert res.exit_code == 3, res.output
+    assert took < UPPER_BOUND
+    assert res.output.startswith("UNKNOWN  sglang_disagg_v0_5_22 (hypothesis)")
+    assert "reached the time limit" in res.output

@@ -32,6 +32,9 @@ from types import FrameType
 
 from ownership.core.result import StopReason
 
+REPEAT_SECONDS = 0.5
+"""After the time limit, the alarm fires again this often until the guarded block has stopped."""
+
 
 class Stopped(KeyboardInterrupt):  # noqa: N818 - a stop, raised like Ctrl-C
     """The run was stopped from outside the engine (time limit or signal)."""
@@ -111,6 +114,9 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
         return
 
     def on_alarm(_sig: int, _frame: FrameType | None) -> None:
+        # Python swallows an exception raised while a finaliser or a gc callback
+        # runs ("Exception ignored in ..."): fire again shortly until one lands.
+        signal.setitimer(signal.ITIMER_REAL, REPEAT_SECONDS)
         raise TimeUp(f"time limit of {max_seconds}s reached")
 
     def on_term(_sig: int, _frame: FrameType | None) -> None:

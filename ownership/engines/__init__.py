@@ -87,10 +87,10 @@ def relate(ref: CheckResult, other: CheckResult) -> tuple[str, str]:
         return NOT_COMPARABLE, f"{ok.engine} stopped without a verdict that covers {v.engine}'s violation"
     if ref.verdict is Verdict.PROVED and other.verdict is Verdict.PROVED:
         return AGREES, "both prove the invariants"
-    if any(r.sampled for r in pair):
-        return NOT_COMPARABLE, "a sampled pass (random testing) is not a proof: it neither confirms nor contradicts"
     if ref.verdict is Verdict.UNKNOWN or other.verdict is Verdict.UNKNOWN:
         return NOT_COMPARABLE, "an inconclusive run confirms nothing"
+    if any(r.sampled for r in pair):
+        return NOT_COMPARABLE, "a sampled pass (random testing) is not a proof: it neither confirms nor contradicts"
     return AGREES, "no violation within either engine's bound"
 
 
