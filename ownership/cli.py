@@ -373,7 +373,7 @@ def check(
     walks: Annotated[int | None, typer.Option(help="hypothesis: swarm random walks before Hypothesis' examples (default 5 per example; 0: none).", min=0)] = None,
     max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
     max_states: Annotated[int | None, typer.Option(help="Stop after this many distinct states.")] = None,
-    max_seconds: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase and engine included (reached: UNKNOWN, exit 3).")] = None,
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry", help="Merge states equal up to permuting symmetric domains.")] = True,
     deadlock: Annotated[bool, typer.Option("--deadlock", help="Also report states where requests are pending and nothing can run.")] = False,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Check only this invariant (repeatable).")] = None,
