@@ -156,9 +156,9 @@ class CheckResult:
             how = "by deleting steps" if self.options.get("found_by") == "walk" else "by Hypothesis"
             return f"{what} after {base}; the failing run was shrunk {how}"
         if self.verdict is Verdict.BOUNDED_OK:
+            walks = f"{self.options['walks']:,} swarm random walks and " if self.options.get("walks") else ""
             return (
-                f"no violation in {self.options.get('walks', 0):,} swarm random walks and "
-                f"{self.options.get('max_examples', '?')} random examples of up to "
+                f"no violation in {walks}{self.options.get('max_examples', '?')} random examples of up to "
                 f"{self.options.get('steps', '?')} steps ({base}); random testing: interleavings it did not sample "
                 "were NOT checked"
             )
