@@ -29,6 +29,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 from ownership.core.result import StopReason
 
@@ -124,6 +125,14 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated("terminated (SIGTERM)")
 
+    previous_hook = sys.unraisablehook
+
+    def quiet_stops(unraisable: Any) -> None:
+        # Our own stop, swallowed because it landed in a finaliser or a gc callback:
+        # not worth a traceback (the alarm fires again); anything else is reported as usual.
+        if not isinstance(unraisable.exc_value, Stopped):
+            previous_hook(unraisable)
+
     read_fd, write_fd = os.pipe()
     stop_r, stop_w = os.pipe()
     os.set_blocking(read_fd, False)
@@ -133,6 +142,7 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
     old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     watcher = threading.Thread(target=_watch, args=(read_fd, stop_r), name="ownership-limits", daemon=True)
     watcher.start()
+    sys.unraisablehook = quiet_stops
     try:
         if max_seconds is not None:
             signal.setitimer(signal.ITIMER_REAL, max(max_seconds, 0.001))
@@ -141,6 +151,7 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
         if max_seconds is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old_alarm)
+        sys.unraisablehook = previous_hook
         signal.set_wakeup_fd(old_wakeup)
         signal.signal(signal.SIGTERM, old_term)
         os.write(stop_w, b"x")
