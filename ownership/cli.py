@@ -139,6 +139,7 @@ class _CheckSettings:
     steps: int | None = None
     derandomize: bool = False
     max_domain: int = inputs.DEFAULT_MAX_DOMAIN
+    walks: int | None = None
 
     def search_flags(self, params: dict[str, int], defaults: dict[str, int]) -> list[str]:
         """The flags that change what this run searches: they name its counterexample folder.
@@ -188,6 +189,8 @@ class _CheckSettings:
             flags += ["--max-examples", str(self.max_examples)]
         if self.steps is not None:
             flags += ["--steps", str(self.steps)]
+        if self.walks is not None:
+            flags += ["--walks", str(self.walks)]
         if self.derandomize:
             flags.append("--derandomize")
         else:
@@ -205,11 +208,13 @@ class _CheckSettings:
             raise OwnershipError(Code.BAD_OPTION, "--where constrains free parameters: add --free")
         if self.deadlock and (engine != "explore" or self.free):
             raise OwnershipError(Code.BAD_OPTION, "--deadlock is supported by the explorer without --free only")
-        random_only = self.seed is not None or self.max_examples is not None or self.steps is not None or self.derandomize
+        random_only = (self.seed is not None or self.max_examples is not None or self.steps is not None
+                       or self.derandomize or self.walks is not None)
         if engine == "hypothesis":
-            if self.free or self.max_states is not None or self.max_seconds is not None or self.max_depth is not None:
+            if self.free or self.max_states is not None or self.max_depth is not None:
                 raise OwnershipError(
-                    Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed and --derandomize (not --free or explorer limits)"
+                    Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize "
+                    "and --max-seconds (not --free, --max-states or --max-depth)"
                 )
             from ownership.engines.stateful import HypothesisOptions
 
@@ -220,11 +225,12 @@ class _CheckSettings:
                 seed=self.seed,
                 derandomize=self.derandomize,
                 invariants=self.invariants,
+                walks=self.walks,
             )
         if random_only and self.engine != "all":
             raise OwnershipError(Code.BAD_OPTION, "--seed/--max-examples/--steps/--derandomize are options of --engine hypothesis")
-        if engine == "bmc" and (self.max_states is not None or self.max_seconds is not None):
-            raise OwnershipError(Code.BAD_OPTION, "--max-states/--max-seconds are explorer limits; bmc takes --max-depth and --solver-timeout")
+        if engine == "bmc" and self.max_states is not None:
+            raise OwnershipError(Code.BAD_OPTION, "--max-states is an explorer limit; bmc takes --max-depth, --solver-timeout and --max-seconds")
         if engine == "explore" and (self.free or self.minimize or self.maximize):
             from ownership.engines.paramexplore import ParamOptions
 
@@ -267,17 +273,27 @@ def _run_check(
 
     ``record`` collects the CI reports' record of the run (see ``ownership.render.ci``).
     """
-    from ownership.engines import ENGINE_NAMES, compare, run_engine
+    from ownership.core.limits import limited
+    from ownership.core.result import StopReason
+    from ownership.engines import ENGINE_NAMES, compare, relate, run_engine
     from ownership.render.text import reproduce_command, result_report
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 
+    started = time.monotonic()
     spec = load_spec(spec_path)
     inputs.check_instance_size(spec, settings.params, settings.max_domain)
-    inst = Instance(spec, settings.params)
     if settings.engine not in ENGINE_NAMES:
         raise OwnershipError(Code.BAD_OPTION, f"unknown engine {settings.engine!r} (available: {', '.join(ENGINE_NAMES)})")
     engines = ["explore", "bmc", "hypothesis"] if settings.engine == "all" else [settings.engine]
+    options = {engine: settings.engine_options(engine) for engine in engines}  # every option refused before any engine runs
+    try:
+        # --max-seconds is wall-clock for the whole check of this spec: building the
+        # instance (a huge parameter) counts, and so does every engine after it.
+        with limited(_left(settings.max_seconds, started)):
+            inst = Instance(spec, settings.params)
+    except KeyboardInterrupt as exc:
+        return _setup_stopped(spec, spec_path, settings, exc, started, quiet=quiet, record=record)
     # Where a counterexample would go, checked before the engine runs (a long check must not end in an unwritable folder).
     out_dir = settings.out
     if out_dir is None:
@@ -287,14 +303,25 @@ def _run_check(
                 inputs.check_output_dir(out_dir, "--out (default)")
             except OwnershipError as exc:
                 raise OwnershipError(exc.code, f"{exc.message}; pass --out DIR to write elsewhere", exc.file) from None
-    options = [settings.engine_options(engine) for engine in engines]  # every option refused before any engine runs
+    if not quiet:
+        for line in _size_warnings(inst):
+            sys.stderr.write(line + "\n")
     results = []
-    for engine, engine_options in zip(engines, options, strict=True):
+    for engine in engines:
         progress = _Progress(settings.progress and not quiet)
         try:
-            results.append(run_engine(engine, inst, engine_options, progress=progress))
+            with limited(_left(settings.max_seconds, started)):
+                results.append(run_engine(engine, inst, options[engine], progress=progress))
+        except KeyboardInterrupt as exc:
+            # A stop that arrived outside the engine's own handler (just before it started, or
+            # as it returned): keep a result that arrived, else say that nothing was reported.
+            if len(results) < engines.index(engine) + 1:
+                results.append(_stopped_result(spec, engine, settings, exc, started,
+                                               f"while {engine} was starting or returning", inst.param_values))
         finally:
             progress.done()
+        if results[-1].stop_reason is StopReason.INTERRUPTED:
+            break  # Ctrl-C or SIGTERM: the user wants the answer so far, not the next engine
     if len(results) > 1:
         disagreement = compare(results)
         if disagreement:
@@ -307,7 +334,10 @@ def _run_check(
     for line in result_report(result, invariant_doc=doc, ghosts=ghosts, derived=spec.derived_values.values()):
         typer.echo(line)
     for other in results[1:]:
-        typer.echo(f"  agrees: {other.engine} says {other.verdict.name}: {other.coverage()}")
+        # "agrees" only when both results promise something comparable; a sampled pass never does.
+        relation, why = relate(result, other)
+        said = "NO VIOLATION FOUND (sampled)" if other.sampled and other.verdict.name == "BOUNDED_OK" else other.verdict.name
+        typer.echo(f"  {relation}: {other.engine} says {said}: {why}; {other.coverage()}")
     if settings.explain and result.trace is not None:
         _explain(spec, result, settings)
     written: list[Path] = []
@@ -369,9 +399,10 @@ def check(
     max_examples: Annotated[int | None, typer.Option(help="hypothesis: number of random examples (default 200).")] = None,
     steps: Annotated[int | None, typer.Option(help="hypothesis: steps per example (default 50).")] = None,
     derandomize: Annotated[bool, typer.Option("--derandomize", help="hypothesis: same examples on every run (CI mode).")] = False,
+    walks: Annotated[int | None, typer.Option(help="hypothesis: swarm random walks before Hypothesis' examples (default 5 per example; 0: none).", min=0)] = None,
     max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
     max_states: Annotated[int | None, typer.Option(help="Stop after this many distinct states.")] = None,
-    max_seconds: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase and engine included (reached: UNKNOWN, exit 3).")] = None,
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry", help="Merge states equal up to permuting symmetric domains.")] = True,
     deadlock: Annotated[bool, typer.Option("--deadlock", help="Also report states where requests are pending and nothing can run.")] = False,
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Check only this invariant (repeatable).")] = None,
@@ -408,7 +439,7 @@ def check(
         engine, _parse_params(param, free), max_depth, max_states, max_seconds, symmetry, deadlock,
         tuple(invariant) if invariant else None, out, formats, render, progress,
         solver_timeout, tuple(free or ()), tuple(where or ()), minimize, maximize, explain=explain,
-        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain,
+        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,
     )
     from ownership.render.ci import reporting
 
@@ -418,8 +449,10 @@ def check(
         for i, spec_path in enumerate(specs):
             if i:
                 typer.echo("")
-            code, _ = _run_check(spec_path, settings, record=runs)
+            code, result = _run_check(spec_path, settings, record=runs)
             worst = _worse(worst, code)
+            if result.stop_reason.name == "INTERRUPTED":
+                break  # Ctrl-C or SIGTERM: stop here, with what was covered so far
     raise typer.Exit(int(worst))
 
 
@@ -492,6 +525,73 @@ def report(
         out.write_text(html, encoding="utf-8")
     typer.echo(f"wrote {out}")
     raise typer.Exit(int(worst))
+
+
+def _left(max_seconds: float | None, started: float) -> float | None:
+    """Seconds left of the wall-clock limit (at least a millisecond: an engine still says what it covered)."""
+    if max_seconds is None:
+        return None
+    return max(max_seconds - (time.monotonic() - started), 0.001)
+
+
+def _setup_stopped(
+    spec: Any, spec_path: Path, settings: _CheckSettings, exc: BaseException, started: float, *,
+    quiet: bool, record: list[Any] | None,
+) -> tuple[ExitCode, Any]:
+    """Report a check stopped (time limit, Ctrl-C, SIGTERM) while the instance was being built: UNKNOWN."""
+    from ownership.render.text import result_report
+
+    result = _stopped_result(spec, settings.engine, settings, exc, started,
+                             "while building the instance (enumerating its actions and initial state): no state was checked")
+    if not quiet:
+        for line in result_report(result):
+            typer.echo(line)
+    if record is not None:
+        from ownership.render.ci import spec_run
+
+        record.append(spec_run(spec, spec_path, result))
+    return result.exit_code, result
+
+
+def _stopped_result(spec: Any, engine: str, settings: _CheckSettings, exc: BaseException, started: float, where: str,
+                    params: Any = None) -> Any:
+    """An UNKNOWN result for a check stopped outside an engine (which reports its own coverage)."""
+    from ownership.core.limits import stop_reason_of
+    from ownership.core.result import CheckResult, Stats, Verdict
+
+    reason = stop_reason_of(exc)
+    return CheckResult(
+        spec=spec.name, engine=engine, verdict=Verdict.UNKNOWN, stop_reason=reason,
+        stats=Stats(0, 0, 0, time.monotonic() - started), params=dict(settings.params if params is None else params),
+        invariants=tuple(settings.invariants or spec.invariants),
+        notes=(f"inconclusive: the run {reason.value} {where}",),
+    )
+
+
+SIZE_WARNING_CELLS = 512
+"""A state with more cells than this is wide: every state costs time and memory to hash, compare and store."""
+SIZE_WARNING_DOMAIN = 64
+"""A domain with more values than this multiplies the branching of every action that ranges over it."""
+SIZE_WARNING_INSTANCES = 1024
+"""More action instances (actions x argument values) than this: every state tries each of them."""
+
+
+def _size_warnings(inst: Any) -> list[str]:
+    """Warnings printed before a large instance is searched, with the sizes that make it large."""
+    sizes = dict(getattr(inst, "sizes", {}))
+    biggest = ", ".join(f"{name}={n:,}" for name, n in sorted(sizes.items(), key=lambda kv: -kv[1])[:3])
+    hint = "expect a slow search or one that runs out of memory: try smaller parameters, or bound it with --max-seconds"
+    out = []
+    cells = len(inst.init_state)
+    if cells > SIZE_WARNING_CELLS:
+        out.append(f"warning: wide state: {cells:,} cells per state (largest domains {biggest}); {hint}")
+    large = [f"{name} has {n:,} values" for name, n in sizes.items() if n > SIZE_WARNING_DOMAIN]
+    if large:
+        out.append(f"warning: large domain: {', '.join(large)}; {hint}")
+    n = len(inst.action_instances)
+    if n > SIZE_WARNING_INSTANCES:
+        out.append(f"warning: {n:,} action instances (actions x argument values) are tried in every state; {hint}")
+    return out
 
 
 def _default_out(spec_name: str, engine: str, flags: list[str] | None = None) -> Path:
@@ -857,6 +957,7 @@ def prove(
     invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Prove only this invariant (helpers are still assumed).")] = None,
     out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase included (reached -> exit 3).")] = None,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
     from ownership.engines.bmc import BmcOptions
@@ -875,9 +976,20 @@ def prove(
     for i, spec_path in enumerate(specs):
         if i:
             typer.echo("")
+        from ownership.core.limits import limited
+
+        started = time.monotonic()
         spec = load_spec(spec_path)
         inputs.check_instance_size(spec, params, max_domain)
-        inst = Instance(spec, params)
+        settings = _CheckSettings("prove", params, None, None, max_seconds, True, False,
+                                  tuple(invariant) if invariant else None, out, (), False, False)
+        try:
+            with limited(_left(max_seconds, started)):
+                inst = Instance(spec, params)
+        except KeyboardInterrupt as exc:
+            code, _ = _setup_stopped(spec, spec_path, settings, exc, started, quiet=False, record=None)
+            worst = _worse(worst, code)
+            continue
         # The claim's flags name the folder, as for check: only a plain prove writes counterexamples/<spec>/prove/.
         claim = [f"{k}={v}" for k, v in inst.param_values.items() if spec.default_params().get(k) != v]
         claim += [f"--{flag}={v}" for flag, vs in (("free", free), ("where", where), ("invariant", invariant)) for v in vs or ()]
@@ -891,7 +1003,10 @@ def prove(
         )
         progress = _Progress(True)
         try:
-            result = run_prove(inst, options, progress)
+            # Every phase (encoding, widening, k-induction, the reachable set, Spacer) stops
+            # at the limit or on Ctrl-C/SIGTERM and reports how far it got.
+            with limited(_left(max_seconds, started)):
+                result = run_prove(inst, options, progress)
         finally:
             progress.done()
         doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""

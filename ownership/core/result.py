@@ -130,6 +130,28 @@ def dead_action_warning(a: ActionCoverage) -> SpecWarning:
     )
 
 
+class CoverageKind(enum.Enum):
+    """What kind of coverage an engine gives: what a verdict without a violation can claim."""
+
+    EXHAUSTIVE = "exhaustive"
+    """Every reachable state of the instance, or of those up to a stated depth (explore)."""
+    BOUNDED = "bounded"
+    """Every execution up to a stated depth, checked by a solver (bmc)."""
+    SAMPLED = "sampled"
+    """Random interleavings: a pass means none of the sampled ones fails, nothing more (hypothesis, mbt)."""
+    PROOF = "proof"
+    """Executions of any length, by induction or an inductive invariant (prove)."""
+
+
+_ENGINE_KIND = {
+    "explore": CoverageKind.EXHAUSTIVE,
+    "bmc": CoverageKind.BOUNDED,
+    "prove": CoverageKind.PROOF,
+    "hypothesis": CoverageKind.SAMPLED,
+    "mbt": CoverageKind.SAMPLED,
+}
+
+
 @dataclass(frozen=True)
 class Stats:
     """What an engine covered: distinct states, transitions, depth, time."""
@@ -166,6 +188,17 @@ class CheckResult:
     """How often each action fired (every engine; see :class:`ActionCoverage`)."""
     warnings: tuple[SpecWarning, ...] = ()
     """What the spec and the run were warned about (an unregistered action, an impossible allocation)."""
+    coverage_kind: CoverageKind | None = None
+    """The engine's kind of coverage; engines set it (``None``: inferred from the engine's name)."""
+
+    def __post_init__(self) -> None:
+        if self.coverage_kind is None:
+            object.__setattr__(self, "coverage_kind", _ENGINE_KIND.get(self.engine, CoverageKind.EXHAUSTIVE))
+
+    @property
+    def sampled(self) -> bool:
+        """Whether a pass only means that no sampled run failed (random testing)."""
+        return self.coverage_kind is CoverageKind.SAMPLED
 
     @property
     def exit_code(self) -> ExitCode:
@@ -248,10 +281,12 @@ class CheckResult:
         )
         if self.verdict is Verdict.VIOLATED:
             what = "the implementation and the spec disagree" if self.engine == "mbt" else "found a violation"
-            return f"{what} after {base}; the failing run was shrunk by Hypothesis"
+            how = "by deleting steps" if self.options.get("found_by") == "walk" else "by Hypothesis"
+            return f"{what} after {base}; the failing run was shrunk {how}"
         if self.verdict is Verdict.BOUNDED_OK:
+            walks = f"{self.options['walks']:,} swarm random walks and " if self.options.get("walks") else ""
             return (
-                f"no violation in {self.options.get('max_examples', '?')} random examples of up to "
+                f"no violation in {walks}{self.options.get('max_examples', '?')} random examples of up to "
                 f"{self.options.get('steps', '?')} steps ({base}); random testing: interleavings it did not sample "
                 "were NOT checked"
             )

@@ -22,8 +22,9 @@ from typing import Any
 
 import z3
 
+from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.replay import build_trace
-from ownership.core.result import ActionCoverage, CheckResult, Stats, StopReason, Verdict
+from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
 from ownership.engines.coverage import search_coverage, with_coverage
 from ownership.engines.symcheck import precheck
@@ -566,6 +567,45 @@ def _widths(inst: Instance, options: BmcOptions) -> list[int]:
     return out
 
 
+class _Reached:
+    """Passes progress on and remembers the last phase and depth reported (for a stopped run's coverage)."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress = progress
+        self.depth = -1
+        self.states = 0
+
+    def __call__(self, p: Any) -> None:
+        self.depth = max(self.depth, p.depth)
+        self.states = max(self.states, getattr(p, "states", 0) or 0)
+        if self.progress is not None:
+            self.progress(p)
+
+
+_STOPPED = (StopReason.TIME_LIMIT, StopReason.INTERRUPTED)
+"""Stop reasons after which no more work is done (the coverage search would outlast the limit)."""
+
+
+def _stopped(engine: str, inst: Instance, options: BmcOptions, start: float, reached: _Reached,
+             exc: BaseException) -> CheckResult:
+    """The UNKNOWN result of a solver run stopped by Ctrl-C, SIGTERM or the wall-clock limit."""
+    reason = stop_reason_of(exc)
+    if reached.depth < 0:
+        what = "before the first solver query (while encoding the spec)"
+    elif engine == "bmc":
+        what = f"while checking depth {reached.depth}: every execution of up to {reached.depth - 1} steps was checked"
+    else:
+        what = f"at k={reached.depth} (no proof yet)" + (
+            f", after enumerating {reached.states:,} reachable states" if reached.states else "")
+    invs = tuple(options.invariants) if options.invariants is not None else tuple(inst.spec.invariants)
+    return CheckResult(
+        spec=inst.spec.name, engine=engine, verdict=Verdict.UNKNOWN, stop_reason=reason,
+        stats=Stats(reached.states, 0, max(reached.depth, 0), time.perf_counter() - start),
+        params=_shown_params(inst, options), invariants=invs, options=_opts(options),
+        notes=(f"inconclusive: the run {reason.value} {what}",),
+    )
+
+
 def _widening(engine: str, inst: Instance, options: BmcOptions, start: float,
               run_at: Callable[[SymbolicSpec, list[str], list[str]], CheckResult]) -> CheckResult:
     """Run ``run_at(sym, invariants, widened)`` at each width until one holds every integer.
@@ -600,6 +640,8 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     unbounded integers.
     """
     result = _bmc(inst, options, progress)
+    if result.stop_reason in _STOPPED:
+        return with_coverage(result, inst, ())  # stopped: no further search past the limit or the signal
     # The solver never enumerates states: a small concrete search, as deep as the bound, says which actions fire.
     return with_coverage(_coverage_note(result, options), inst,
                          search_coverage(inst, max_depth=options.max_depth, symmetry=options.symmetry))
@@ -616,12 +658,21 @@ def _bmc(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
     """:func:`bmc` without the action counts (``prove`` runs it to find a shortest trace)."""
     start = time.perf_counter()
     note = precheck(inst, options.symmetry)
-    if options.minimize or options.maximize:
-        sym = SymbolicSpec(inst, options.free, options.symmetry)
-        return _noted(_optimize(inst, sym, _checked(sym, options), options, start), note)
-    return _noted(_widening("bmc", inst, options, start,
-                            lambda sym, names, widened: _bmc_at(inst, sym, names, options, progress, start, widened)),
-                  note)
+    reached = _Reached(progress)
+    try:
+        if options.minimize or options.maximize:
+            sym = SymbolicSpec(inst, options.free, options.symmetry)
+            return _noted(_optimize(inst, sym, _checked(sym, options), options, start), note)
+        return _noted(_widening("bmc", inst, options, start,
+                                lambda sym, names, widened: _bmc_at(inst, sym, names, options, reached, start, widened)),
+                      note)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit, in any phase
+        return _stopped("bmc", inst, options, start, reached, exc)
+    except Exception as exc:  # noqa: BLE001 - a stop that came out of a Z3 call; anything else is re-raised
+        stop = stop_in(exc)
+        if stop is None:
+            raise
+        return _stopped("bmc", inst, options, start, reached, stop)
 
 
 def _noted(result: CheckResult, note: str | None) -> CheckResult:
@@ -647,6 +698,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             spec=inst.spec.name, engine="bmc", verdict=verdict, stop_reason=reason,
             stats=Stats(0, 0, depth, time.perf_counter() - start), params=_shown_params(inst, options),
             invariants=tuple(names), violated=violated, trace=trace, options=opts, notes=tuple(notes + list(extra)),
+            coverage_kind=CoverageKind.BOUNDED,
         )
 
     for k in range(options.max_depth + 1):
@@ -760,11 +812,20 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     """
     start = time.perf_counter()
     note = precheck(inst, options.symmetry)
-    result = _noted(_widening("prove", inst, options, start,
-                              lambda sym, names, widened: _prove_at(inst, sym, names, options, progress, start, widened)),
-                    note)
+    reached = _Reached(progress)
+    try:
+        result = _noted(_widening("prove", inst, options, start,
+                                  lambda sym, names, widened: _prove_at(inst, sym, names, options, reached, start, widened)),
+                        note)
+    except KeyboardInterrupt as exc:
+        return _stopped("prove", inst, options, start, reached, exc)
+    except Exception as exc:  # noqa: BLE001 - a stop that came out of a Z3 call; anything else is re-raised
+        stop = stop_in(exc)
+        if stop is None:
+            raise
+        return _stopped("prove", inst, options, start, reached, stop)
     actions = result.actions
-    if not actions:
+    if not actions and result.stop_reason not in _STOPPED:
         # Proved by induction or Spacer (or refuted): no states were enumerated, so a small
         # concrete search says which actions fire.
         result = _coverage_note(result, options)
@@ -798,7 +859,8 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
         return CheckResult(inst.spec.name, "prove", verdict, reason,
                            Stats(states, transitions, depth, time.perf_counter() - start),
                            shown, tuple(all_invs), violated=violated, trace=trace, options=opts,
-                           notes=(*notes, *widened, coverage_note(sym.width)), actions=actions)
+                           notes=(*notes, *widened, coverage_note(sym.width)), actions=actions,
+                           coverage_kind=CoverageKind.PROOF)
 
     def shortest_by_bmc() -> CheckResult:
         return _bmc(inst, dataclasses.replace(options, invariants=tuple(all_invs)), progress)

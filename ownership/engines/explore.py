@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass
 from operator import itemgetter
 from typing import Any
 
+from ownership.core.limits import stop_reason_of
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import ActionTally, with_coverage
 from ownership.engines.symcheck import check_symmetry
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
@@ -161,6 +162,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
             trace=trace,
             options=opts,
             notes=tuple(notes),
+            coverage_kind=CoverageKind.EXHAUSTIVE,
         )
         complete = reason is StopReason.EXHAUSTED
         actions = tally.coverage(inst, Measure.EXACT, expanded, depth, complete)
@@ -228,7 +230,9 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
                 if check_deadlock and not succs and not inst.is_terminal(st):
                     return finish(Verdict.VIOLATED, StopReason.DEADLOCK, depth, "deadlock", idx, deadlock=True)
                 expanded += 1
-                if not expanded & 0xFF:
+                # Every 256 states, or after any wide expansion (one state with many
+                # successors is as much work as many narrow ones).
+                if not expanded & 0xFF or len(succs) > 64:
                     now = time.perf_counter()
                     if deadline is not None and now > deadline:
                         return finish(Verdict.UNKNOWN, StopReason.TIME_LIMIT, depth + 1)
@@ -242,6 +246,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
 
     try:
         return search()
-    except KeyboardInterrupt:
-        # Ctrl-C: report what was covered so far instead of a traceback.
-        return finish(Verdict.UNKNOWN, StopReason.INTERRUPTED, depth + 1)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, SIGTERM or the wall-clock limit firing inside one wide expansion:
+        # report what was covered so far instead of a traceback.
+        return finish(Verdict.UNKNOWN, stop_reason_of(exc), depth + 1)

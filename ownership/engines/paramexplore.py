@@ -30,6 +30,7 @@ from typing import Any
 
 import z3
 
+from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records, with_coverage
@@ -510,63 +511,71 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
         # Every reachable state is explored even after a violation: the union of violating
         # parameter regions (for --minimize and for the region description) needs all of them,
         # and a violating state's successors may violate for further parameter values.
-        while frontier:
-            if options.max_depth is not None and depth >= options.max_depth:
-                stop = StopReason.DEPTH_LIMIT
-                break
-            nxt: list[tuple[int, tuple[Any, ...]]] = []
-            for idx, state in frontier:
-                pc = nodes[idx].pc
-                for ai_index, (act, args) in enumerate(instances):
-                    for enabled, _res, picks, new_state, path_pc, flags in run(_call(act.fn, view, args), state, pc):
-                        if not enabled:
-                            continue
-                        transitions += 1
-                        a = act_pos[ai_index]
-                        fired[a] += 1
-                        if last_in[a] != idx:
-                            last_in[a] = idx
-                            enabled_in[a] += 1
-                        new_pc = tuple(pc) + path_pc
-                        flagged = [n for n in checked if any(f == n for f, _c in flags)]
-                        if flagged:
-                            # An event of this step is marked as violating a checked invariant:
-                            # for the parameter values where its condition holds, the step violates it.
-                            name = flagged[0]
-                            cond = z3.simplify(z3.Or(*[c for f, c in flags if f == name]))
-                            if not z3.is_false(cond) and solver.feasible([*new_pc, cond]):
-                                nid = len(nodes)
-                                nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
-                                violations.append((nid, name, cond))
-                        pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
-                        key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
-                        if key in seen:
-                            continue
-                        if options.max_states is not None and len(nodes) >= options.max_states:
-                            stop = StopReason.STATE_LIMIT
+        try:
+            while frontier:
+                if options.max_depth is not None and depth >= options.max_depth:
+                    stop = StopReason.DEPTH_LIMIT
+                    break
+                nxt: list[tuple[int, tuple[Any, ...]]] = []
+                for idx, state in frontier:
+                    pc = nodes[idx].pc
+                    for ai_index, (act, args) in enumerate(instances):
+                        for enabled, _res, picks, new_state, path_pc, flags in run(_call(act.fn, view, args), state, pc):
+                            if not enabled:
+                                continue
+                            transitions += 1
+                            a = act_pos[ai_index]
+                            fired[a] += 1
+                            if last_in[a] != idx:
+                                last_in[a] = idx
+                                enabled_in[a] += 1
+                            new_pc = tuple(pc) + path_pc
+                            flagged = [n for n in checked if any(f == n for f, _c in flags)]
+                            if flagged:
+                                # An event of this step is marked as violating a checked invariant:
+                                # for the parameter values where its condition holds, the step violates it.
+                                name = flagged[0]
+                                cond = z3.simplify(z3.Or(*[c for f, c in flags if f == name]))
+                                if not z3.is_false(cond) and solver.feasible([*new_pc, cond]):
+                                    nid = len(nodes)
+                                    nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
+                                    violations.append((nid, name, cond))
+                            pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
+                            key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
+                            if key in seen:
+                                continue
+                            if options.max_states is not None and len(nodes) >= options.max_states:
+                                stop = StopReason.STATE_LIMIT
+                                break
+                            nid = len(nodes)
+                            seen[key] = nid
+                            nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
+                            bad = violation(new_state, new_pc)
+                            if bad:
+                                violations.append((nid, bad[0], bad[1]))
+                            nxt.append((nid, new_state))
+                        if stop:
                             break
-                        nid = len(nodes)
-                        seen[key] = nid
-                        nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
-                        bad = violation(new_state, new_pc)
-                        if bad:
-                            violations.append((nid, bad[0], bad[1]))
-                        nxt.append((nid, new_state))
                     if stop:
+                        break
+                    expanded += 1
+                    if options.max_seconds is not None and time.perf_counter() - start > options.max_seconds:
+                        stop = StopReason.TIME_LIMIT
                         break
                 if stop:
                     break
-                expanded += 1
-                if options.max_seconds is not None and time.perf_counter() - start > options.max_seconds:
-                    stop = StopReason.TIME_LIMIT
-                    break
-            if stop:
-                break
-            frontier = nxt
-            if frontier:
-                depth += 1
-            if progress is not None:
-                progress(_Progress(len(nodes), transitions, depth, len(frontier), time.perf_counter() - start))
+                frontier = nxt
+                if frontier:
+                    depth += 1
+                if progress is not None:
+                    progress(_Progress(len(nodes), transitions, depth, len(frontier), time.perf_counter() - start))
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or --max-seconds: report what was covered
+            stop = stop_reason_of(exc)
+        except Exception as exc:  # a stop that came out of a Z3 call; anything else is re-raised
+            halt = stop_in(exc)
+            if halt is None:
+                raise
+            stop = stop_reason_of(halt)
     elapsed = time.perf_counter() - start
     shown = {k: ("free" if k in options.free else v) for k, v in inst.param_values.items()}
     opts = asdict(options)

@@ -15,7 +15,8 @@ The machine is generated from the spec, not written by hand:
   ``picks``, so every printed step is plain data:
   ``state.decode_admit(r='B', picks=())`` — Hypothesis' own reproduction is
   pasteable Python (see :func:`load_machine`);
-* one Hypothesis ``@invariant`` per spec invariant.
+* one Hypothesis ``@invariant`` that checks the spec invariants in declaration
+  order, so this engine names the same first violation as the explorer.
 
 A failure is shrunk by Hypothesis, then rebuilt as the common
 :class:`~ownership.core.trace.Trace` by replaying its steps through the
@@ -28,6 +29,7 @@ testing never proves anything.
 from __future__ import annotations
 
 import contextlib
+import random
 import re
 import time
 from collections import Counter
@@ -41,8 +43,9 @@ from hypothesis import strategies as st
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from ownership.core.limits import stop_reason_of
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import Element
@@ -67,6 +70,13 @@ class HypothesisOptions:
     derandomize: bool = False
     invariants: tuple[str, ...] | None = None
     progress_every: float = 1.0
+    walks: int | None = None
+    """Swarm random walks tried before Hypothesis' search (``None``: five per example; 0: none)."""
+
+    @property
+    def walk_budget(self) -> int:
+        """How many random walks run before Hypothesis."""
+        return 5 * self.max_examples if self.walks is None else self.walks
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class RunLog:
     """What a run observed; lives as long as one engine call (no global state)."""
 
     examples: int = 0
+    walks: int = 0
     steps: int = 0
     max_depth: int = 0
     states: set[State] = field(default_factory=set)
@@ -101,6 +112,10 @@ class RunLog:
     last: Any = None  # the latest machine: after a failure, the shrunk example's
     started: float = field(default_factory=time.monotonic)
     next_progress: float = 0.0
+
+
+SWARM_P_DISABLED = (0.0, 0.25, 0.5)
+"""Swarm testing: each walk leaves out each action with one of these probabilities (drawn per walk)."""
 
 
 def _class_name(spec_name: str) -> str:
@@ -205,9 +220,7 @@ class SpecMachine(RuleBasedStateMachine):
 
     def arg_value(self, ai: ActionInstance, k: int) -> Any:
         """The ``k``-th argument of ``ai`` as the spec names it (``'B'``), or the int itself."""
-        d = ai.action.arg_domains[k]
-        text = self._inst.format_arg(d, ai.args[k])
-        return ai.args[k] if text == str(ai.args[k]) else text
+        return _arg_value(self._inst, ai, k)
 
     def _draw_picks(self, draw: Callable[[st.SearchStrategy[Any]], Any], ai: ActionInstance) -> tuple[Any, ...]:
         inst = self._inst
@@ -256,7 +269,7 @@ class SpecMachine(RuleBasedStateMachine):
             now = time.monotonic()
             if now >= log.next_progress:
                 log.next_progress = now + self._progress_every
-                self._progress(StatefulProgress(log.examples, log.steps, len(log.states), now - log.started))
+                self._progress(StatefulProgress(log.walks + log.examples, log.steps, len(log.states), now - log.started))
 
     def teardown(self) -> None:
         if self._log is not None:
@@ -278,6 +291,18 @@ class SpecMachine(RuleBasedStateMachine):
     def _check_all(self, label: str) -> None:
         for name in self._checked:
             self._check(name)
+
+
+def _arg_value(inst: Instance, ai: ActionInstance, k: int) -> Any:
+    d = ai.action.arg_domains[k]
+    text = inst.format_arg(d, ai.args[k])
+    return ai.args[k] if text == str(ai.args[k]) else text
+
+
+def _rule_names(inst: Instance) -> dict[str, str]:
+    """Each action's rule name on the generated machine (a reproduction calls these)."""
+    taken: set[str] = set()
+    return {act: _rule_name(act, taken) for act in inst.spec.actions}
 
 
 def _make_rule(name: str, action: str, arg_names: Sequence[str]) -> Callable[..., None]:
@@ -306,27 +331,33 @@ def _make_rule(name: str, action: str, arg_names: Sequence[str]) -> Callable[...
     return enabled(rule(**args)(step))  # type: ignore[call-overload]
 
 
-@precondition(lambda self: not any(self.can_run(a) for a in self._by_action))
-@rule()
-def _restart(self: SpecMachine) -> None:
-    """Nothing can run (every request is done, or stuck): start a fresh run from the initial state.
+def _make_restart(name: str) -> Callable[[SpecMachine], None]:
+    def restart(self: SpecMachine) -> None:
+        self.state = self._inst.init_state
+        self.flags = ()
+        self.path = []
 
-    Hypothesis cannot end an example early, and idling would spend the rest
-    of it doing nothing; a fresh run keeps exploring.  A violation's trace
-    starts at the last restart.
-    """
-    self.state = self._inst.init_state
-    self.flags = ()
-    self.path = []
+    # Hypothesis prints a step by the function's __name__: it must be the
+    # attribute the class has, or a pasted reproduction fails on that line.
+    restart.__name__ = restart.__qualname__ = name
+    restart.__doc__ = (
+        "Nothing can run (every request is done, or stuck): start a fresh run from the initial state.\n\n"
+        "Hypothesis cannot end an example early, and idling would spend the rest of it doing nothing; "
+        "a fresh run keeps exploring.  A violation's trace starts at the last restart."
+    )
+    idle = precondition(lambda self: not any(self.can_run(a) for a in self._by_action))
+    return idle(rule()(restart))  # type: ignore[no-any-return]
 
 
-def _make_invariant(name: str) -> Callable[[SpecMachine], None]:
+def _make_invariants(name: str) -> Callable[[SpecMachine], None]:
     def check(self: SpecMachine) -> None:
-        self._check(name)
+        self._check_all("")
 
-    check.__name__ = check.__qualname__ = f"invariant_{name}"
-
-    check.__doc__ = f"The spec's invariant {name}."
+    # One Hypothesis invariant that checks the spec's invariants in their
+    # declaration order, as explore does, so both engines name the same
+    # first violated invariant (Hypothesis orders separate invariants by name).
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = "The spec's invariants, in declaration order."
     return invariant()(check)
 
 
@@ -349,13 +380,14 @@ def machine_class(inst: Instance, invariants: Sequence[str] | None = None) -> ty
         "_strategies": {},  # per generated class, so per engine run
         "__doc__": f"Random interleavings of spec {spec.name} ({inst.describe_params()}).",
     }
-    taken: set[str] = set()
+    names = _rule_names(inst)
+    taken = set(names.values())
     for act in spec.actions.values():
-        rule_name = _rule_name(act.name, taken)
-        ns[rule_name] = _make_rule(rule_name, act.name, act.arg_names)
-    for name in checked:
-        ns[_rule_name(f"invariant_{name}", taken)] = _make_invariant(name)
-    ns[_rule_name("restart_when_done", taken)] = _restart
+        ns[names[act.name]] = _make_rule(names[act.name], act.name, act.arg_names)
+    inv_name = _rule_name("invariant_holds", taken)
+    ns[inv_name] = _make_invariants(inv_name)
+    restart_name = _rule_name("restart_when_done", taken)
+    ns[restart_name] = _make_restart(restart_name)
     return type(_class_name(spec.name), (SpecMachine,), ns)
 
 
@@ -385,6 +417,129 @@ def _settings(options: HypothesisOptions) -> settings:
         # (it tripled the CPU time of a failing run).
         phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     )
+
+
+Path = list[tuple[int, tuple[Any, ...]]]
+"""Steps as (action instance index, picks): what traces are rebuilt from."""
+
+
+def _first_failing(inst: Instance, state: State, checked: Sequence[str], flags: Sequence[str] = ()) -> str | None:
+    """The first invariant, in declaration order as explore checks them, that the step broke.
+
+    ``flags`` are the invariants an event of the step is marked as violating.
+    """
+    for name in checked:
+        if name in flags or not inst.holds(state, name):
+            return name
+    return None
+
+
+def _walks(inst: Instance, checked: Sequence[str], options: HypothesisOptions, rng: random.Random,
+           log: RunLog, progress: Callable[[StatefulProgress], None] | None) -> tuple[Path, str] | None:
+    """Swarm random walks from the initial state: the first one that breaks an invariant, or ``None``.
+
+    Each walk draws uniformly among the enabled actions (then among their
+    enabled instances and ``s.choose`` values), and leaves out a random
+    subset of the actions (swarm testing): a walk with the timeout and abort
+    actions left out runs the long successful interleavings that ownership
+    bugs need, which uniform choice rarely does.  A walk whose remaining
+    actions are all disabled falls back on the others, so it never stalls.
+    These walks are cheap (no Hypothesis bookkeeping): they find the
+    library's known bugs in a fraction of Hypothesis' time.
+    """
+    by_action: dict[str, list[ActionInstance]] = {a: [] for a in inst.spec.actions}
+    for ai in inst.action_instances:
+        by_action[ai.action.name].append(ai)
+    names = sorted(by_action)
+    for _ in range(options.walk_budget):
+        p = rng.choice(SWARM_P_DISABLED)
+        left_out = {a for a in names if rng.random() < p}
+        state = inst.init_state
+        path: Path = []
+        log.walks += 1
+        if progress is not None:
+            now = time.monotonic()
+            if now >= log.next_progress:
+                log.next_progress = now + options.progress_every
+                progress(StatefulProgress(log.walks, log.steps, len(log.states), now - log.started))
+        for _step in range(options.steps):
+            enabled = {a: [ai for ai in by_action[a] if inst.first_outcome(state, ai) is not None] for a in names}
+            choices = [a for a in names if enabled[a] and a not in left_out] or [a for a in names if enabled[a]]
+            if not choices:
+                break
+            for a in names:
+                if enabled[a]:
+                    log.enabled_in.setdefault(a, set()).add(state)
+            action = rng.choice(choices)
+            ai = rng.choice(enabled[action])
+            succ = inst.run_with_chooser(state, ai, lambda opts: rng.choice(list(opts)))
+            if succ is None:  # the drawn choices disable it: take the first outcome that fires
+                succ = inst.first_outcome(state, ai)
+            assert succ is not None
+            state = succ.state
+            path.append((ai.index, succ.picks))
+            log.steps += 1
+            log.action_counts[action] += 1
+            log.max_depth = max(log.max_depth, len(path))
+            log.states.add(state)
+            bad = _first_failing(inst, state, checked, succ.violations)
+            if bad is not None:
+                return path, bad
+    return None
+
+
+def _replay(inst: Instance, path: Path, checked: Sequence[str]) -> tuple[int, str] | None:
+    """Where ``path`` first breaks an invariant (steps taken, invariant), or ``None`` (also if a step is disabled)."""
+    state = inst.init_state
+    for k, (index, picks) in enumerate(path):
+        succ = inst.run_with_picks(state, inst.action_instances[index], picks)
+        if succ is None:
+            return None
+        state = succ.state
+        bad = _first_failing(inst, state, checked, succ.violations)
+        if bad is not None:
+            return k + 1, bad
+    return None
+
+
+def _shrink(inst: Instance, path: Path, invariant: str, checked: Sequence[str]) -> Path:
+    """Delete steps (halves, quarters, ... single steps) while the path still breaks ``invariant`` first."""
+    changed = True
+    while changed:
+        changed = False
+        size = max(len(path) // 2, 1)
+        while size >= 1:
+            i = 0
+            while i < len(path):
+                candidate = path[:i] + path[i + size:]
+                found = _replay(inst, candidate, checked)
+                if found is not None and found[1] == invariant:
+                    path = candidate[: found[0]]
+                    changed = True
+                else:
+                    i += size
+            size //= 2
+    return path
+
+
+def _path_reproduction(inst: Instance, path: Path) -> str:
+    """The pasteable reproduction of ``path``, in the form Hypothesis prints its steps."""
+    rules = _rule_names(inst)
+    cls = _class_name(inst.spec.name)
+    params = ", ".join(f"{k}={v}" for k, v in inst.param_values.items())
+    spec_path = build_trace(inst, [], engine="hypothesis", violation=None).spec_path
+    lines = [
+        "from ownership.engines.stateful import load_machine",
+        f"{cls} = load_machine({spec_path!r}{', ' if params else ''}{params})",
+        f"state = {cls}()",
+    ]
+    for index, picks in path:
+        ai = inst.action_instances[index]
+        kwargs = {n: _arg_value(inst, ai, k) for k, n in enumerate(ai.action.arg_names)}
+        kwargs[PICKS] = tuple(picks)
+        lines.append(f"state.{rules[ai.action.name]}({', '.join(f'{k}={kwargs[k]!r}' for k in sorted(kwargs))})")
+    lines.append("state.teardown()")
+    return "\n".join(lines)
 
 
 def _reproduction(inst: Instance, exc: BaseException) -> str | None:
@@ -434,7 +589,7 @@ def _machine_test(get_test: Callable[..., Callable[[], None]], machine: type[Spe
     Examples run at least half of ``steps`` steps: Hypothesis otherwise
     favours very short examples, and ownership bugs need a request to go all
     the way through before another reuses its pages.  A spec that finishes
-    early restarts (see ``_restart``); shrinking still removes every step the
+    early restarts (see ``_make_restart``); shrinking still removes every step the
     failure does not need.
     """
     try:
@@ -461,28 +616,36 @@ def check_stateful(
     base = machine_class(inst, options.invariants)
     machine = type(base.__name__, (base,), {"_log": log, "_progress": progress, "_progress_every": options.progress_every})
     test = _machine_test(get_state_machine_test, machine, options)
-    if options.seed is not None:
-        test = hypothesis.seed(options.seed)(test)
+    # One seed drives the walks and Hypothesis, so `--seed S` reproduces the whole run;
+    # --derandomize fixes both (the walks at seed 0).
+    seed = options.seed
+    if seed is None and not options.derandomize:
+        seed = random.SystemRandom().randrange(2**63)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
     lines: list[str] = []
     opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
+    opts["walks"] = options.walk_budget
     checked = base._checked
     inst.set_recording(False)
     failure: BaseException | None = None
-    interrupted = False
+    interrupted: StopReason | None = None
+    walked: tuple[Path, str] | None = None
     try:
-        with _capturing(lines):
-            test()
+        walked = _walks(inst, checked, options, random.Random(seed or 0), log, progress)
+        if walked is None:
+            with _capturing(lines):
+                test()
     except InvariantViolation as exc:
         failure = exc
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit
+        interrupted = stop_reason_of(exc)
     except OwnershipError:
         raise
     except hypothesis.errors.InvalidDefinition as exc:
         raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
     finally:
         inst.set_recording(True)
-    seed = options.seed if options.seed is not None else getattr(test, "_hypothesis_internal_use_generated_seed", None)
     if seed is not None:
         opts["seed"] = seed
     elapsed = time.monotonic() - log.started
@@ -491,8 +654,8 @@ def check_stateful(
         Measure.SAMPLED, len(log.states), log.max_depth, False,
     )
     notes = [
-        f"ran {log.examples:,} random examples of up to {options.steps} steps ({log.steps:,} steps in all); "
-        "Hypothesis counts only those that did not end early towards --max-examples"
+        f"ran {log.walks:,} swarm random walks, then {log.examples:,} Hypothesis examples, of up to {options.steps} "
+        f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples"
     ]
     stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
     common: dict[str, Any] = {
@@ -502,10 +665,23 @@ def check_stateful(
         "invariants": checked,
         "options": opts,
         "actions": actions,
+        "coverage_kind": CoverageKind.SAMPLED,
     }
-    if interrupted:
+    if interrupted is not None:
+        notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
         return with_coverage(CheckResult(
-            verdict=Verdict.UNKNOWN, stop_reason=StopReason.INTERRUPTED, stats=stats, notes=tuple(notes), **common
+            verdict=Verdict.UNKNOWN, stop_reason=interrupted, stats=stats, notes=tuple(notes), **common
+        ), inst, actions)
+    if walked is not None:
+        found, bad = walked
+        shrunk = _shrink(inst, found, bad, checked)
+        notes.insert(0, f"found by swarm random walk {log.walks:,} ({len(found)} steps), shrunk to {len(shrunk)} "
+                        "steps by deleting steps")
+        opts["found_by"] = "walk"
+        return with_coverage(CheckResult(
+            verdict=Verdict.VIOLATED, stop_reason=StopReason.VIOLATION, stats=stats, violated=bad,
+            trace=build_trace(inst, shrunk, engine="hypothesis", violation=bad), notes=tuple(notes),
+            reproduction=_path_reproduction(inst, shrunk), **common,
         ), inst, actions)
     if failure is None:
         return with_coverage(CheckResult(

@@ -707,6 +707,11 @@ class SymbolicSpec:
                 )
 
     def _error(self, what: str, exc: Exception, file: str | None) -> OwnershipError:
+        from ownership.core.limits import stop_in
+
+        stop = stop_in(exc)
+        if stop is not None:  # Ctrl-C, SIGTERM or the time limit inside a Z3 call: not a spec error
+            raise stop
         return OwnershipError(
             Code.SPEC_RUNTIME,
             f"{what} cannot run symbolically: {type(exc).__name__}: {exc}",

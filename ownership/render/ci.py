@@ -261,6 +261,7 @@ def junit_xml(runs: Sequence[SpecRun], *, command: Mode = "check") -> str:
                 ("engine", r.engine),
                 ("verdict", r.verdict.name),
                 ("stop_reason", r.stop_reason.name),
+                ("coverage_kind", _kind(r)),
                 ("coverage", r.coverage()),
                 *((f"param.{k}", str(v)) for k, v in r.params.items()),
             ]
@@ -410,6 +411,7 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
     rules: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
     notifications: list[dict[str, Any]] = []
+    sampled: list[dict[str, Any]] = []
 
     def rule_index(name: str, doc: str, level: str = "error") -> int:
         if name not in rules:
@@ -427,6 +429,13 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
         result = run.result
         if result is None:
             continue
+        if result.sampled and result.violated is None:
+            # No result entry would read as "clean": say that this pass is only a sample.
+            sampled.append({
+                "level": "warning",
+                "message": {"text": f"{run.spec}: NO VIOLATION FOUND (sampled) by {result.engine}, not a proof: "
+                                    f"{result.coverage()}"},
+            })
         expected_violation = run.mode == "test" and run.expect is not None and run.expect.violates == result.violated
         if result.violated is not None:
             results.append(_violation_result(run, result, base, expected_violation, rule_index))
@@ -450,8 +459,14 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
                     entry["locations"] = [{"physicalLocation": phys}]
                 results.append(entry)
     invocation: dict[str, Any] = {"executionSuccessful": not notifications}
-    if notifications:
-        invocation["toolExecutionNotifications"] = notifications
+    if notifications or sampled:
+        invocation["toolExecutionNotifications"] = notifications + sampled
+    invocation["properties"] = {
+        "verdicts": [
+            {"spec": run.spec, "verdict": run.result.verdict.name, "coverageKind": _kind(run.result)}
+            for run in runs if run.result is not None
+        ]
+    }
     driver: dict[str, Any] = {
         "name": "ownership",
         "version": _tool_version(),
@@ -493,6 +508,11 @@ def _warning_result(run: SpecRun, result: CheckResult, w: SpecWarning, base: Pat
     if phys is not None:
         entry["locations"] = [{"physicalLocation": phys}]
     return entry
+
+
+def _kind(result: CheckResult) -> str:
+    """``exhaustive``, ``bounded``, ``sampled`` or ``proof``: what a pass of this engine can claim."""
+    return result.coverage_kind.value if result.coverage_kind is not None else "exhaustive"
 
 
 def _fingerprint(*parts: str) -> str:
@@ -559,6 +579,7 @@ def _violation_result(run: SpecRun, result: CheckResult, base: Path, expected: b
         "spec": run.spec,
         "engine": result.engine,
         "verdict": result.verdict.name,
+        "coverage_kind": _kind(result),
         "params": dict(result.params),
     }
     if trace is not None:
@@ -607,6 +628,7 @@ def _run_json(run: SpecRun) -> dict[str, Any]:
         verdict=r.verdict.name,
         stop_reason=r.stop_reason.name,
         stop_reason_text=r.stop_reason.value,
+        coverage_kind=_kind(r),
         coverage=r.coverage(),
         notes=list(r.notes),
         params=dict(r.params),

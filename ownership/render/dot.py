@@ -56,6 +56,8 @@ _UNKNOWN_COLOURS = ("#555555", "#dddddd", "#f2f2f2")
 _FONT = "Helvetica"
 _WRAP = 38  # characters per line of a lane's change list
 _NO_LANE = "other"
+FOLD_UNTOUCHED = 4
+"""This many untouched pages of a pool or more are drawn as one "N untouched pages" column (fewer are drawn as they are)."""
 
 
 def trace_to_dot(trace: Trace) -> str:
@@ -667,8 +669,33 @@ def _story_steps(story: _Story) -> set[int]:
     return {x[0] for x in (story.written, story.freed, story.given) if x is not None} | {story.read_step}
 
 
+def _untouched(trace: Trace, model: _Model, pool: _Pool) -> list[str]:
+    """Free, never-written pages of ``pool`` that nothing in the trace touches (same cell in every state, no event).
+
+    Drawn one column each they would bury the pages that matter in a large
+    pool (``page_size=1`` with 64 tokens is 64 columns), so
+    :data:`FOLD_UNTOUCHED` or more of them are drawn as one column.
+    """
+    first = trace.states[0]
+    marked = {(pool_name, page) for _, pool_name, page in model.marks}
+    story = model.story
+    out = []
+    for page in pool.pages:
+        if (pool.name, page) in marked or (story is not None and story.pool == pool.name and story.page == page):
+            continue
+        start = tuple(_cell(first, var, page) for var in (pool.holders, pool.free, pool.content))
+        if any(tuple(_cell(s, var, page) for var in (pool.holders, pool.free, pool.content)) != start for s in trace.states[1:]):
+            continue
+        if start[0] or start[1] != 1 or start[2] is not None:
+            continue  # only free, never-written pages are folded: one cell then says what they all are
+        out.append(page)
+    return out if len(out) >= FOLD_UNTOUCHED else []
+
+
 def _steps_label(trace: Trace, model: _Model) -> str:
     n_steps = len(trace.steps)
+    idle = {pool.name: _untouched(trace, model, pool) for pool in model.pools}
+    shown = {pool.name: [p for p in pool.pages if p not in idle[pool.name]] for pool in model.pools}
     lanes = model.lanes
     rows: list[str] = []
     head = f'BGCOLOR="{_HEADER}"'
@@ -682,14 +709,20 @@ def _steps_label(trace: Trace, model: _Model) -> str:
         hdr.append(f'<TD BGCOLOR="{light if lane in model.requests else _HEADER}"{span}>'
                    f"{_font(esc(name), size=13, bold=True, colour=colour)}</TD>")
     for pool in model.pools:
-        hdr.append(f'<TD {head} COLSPAN="{len(pool.pages)}">'
+        hdr.append(f'<TD {head} COLSPAN="{len(shown[pool.name]) + bool(idle[pool.name])}">'
                    f"{_font(esc(f'{pool.name} pool'), size=12, bold=True)}<BR/>"
                    f"{_font(esc('holder / KV in the page'), size=9, colour=GREY)}</TD>")
     rows.append("<TR>" + "".join(hdr) + "</TR>")
     if has_pools:
-        rows.append("<TR>" + "".join(
-            f"<TD {head}>{_font(esc(p), size=11, bold=True)}</TD>" for pool in model.pools for p in pool.pages
-        ) + "</TR>")
+        sub = []
+        for pool in model.pools:
+            sub += [f"<TD {head}>{_font(esc(p), size=11, bold=True)}</TD>" for p in shown[pool.name]]
+            pages = idle[pool.name]
+            if pages:
+                names = ", ".join(pages) if len(pages) <= 4 else f"{pages[0]} ... {pages[-1]}"
+                sub.append(f"<TD {head}>{_font(esc(f'{len(pages)} untouched pages'), size=11, bold=True)}<BR/>"
+                           f"{_font(esc(names), size=9, colour=GREY)}</TD>")
+        rows.append("<TR>" + "".join(sub) + "</TR>")
     for i in range(n_steps + 1):
         last = i == n_steps and i > 0
         colour = RED if last and trace.violation else (ORANGE if last and model.deadlock else None)
@@ -710,8 +743,12 @@ def _steps_label(trace: Trace, model: _Model) -> str:
                 cells.append(f'<TD BGCOLOR="{bg}" ALIGN="LEFT" BALIGN="LEFT"{border}>'
                              f"{_lane_text(trace, model, i, lane)}</TD>")
         for pool in model.pools:
-            for page in pool.pages:
+            for page in shown[pool.name]:
                 cells.append(_page_cell(trace, model, i, pool, page))
+            if idle[pool.name]:
+                # Untouched pages keep their initial cell: say it once, in the first row.
+                text = "free, never written" if i == 0 else "unchanged"
+                cells.append(f'<TD COLOR="#bbbbbb">{_font(esc(text), size=9, colour=GREY)}</TD>')
         rows.append("<TR>" + "".join(cells) + "</TR>")
     return ('<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="4" COLOR="#bbbbbb">'
             + "".join(rows) + "</TABLE>")

@@ -39,7 +39,11 @@ def headline(result: CheckResult) -> str:
         what = "deadlock" if result.violated == "deadlock" else result.violated
         return f"VIOLATED  {what}  in {result.spec} ({result.engine})"
     qualifier = result.qualifier() if result.safe else ""
-    verdict = f"{result.verdict.name} ({qualifier})" if qualifier else result.verdict.name
+    if result.sampled and result.verdict is Verdict.BOUNDED_OK:
+        # Random testing: nothing that reads like a proof or a bounded guarantee.
+        verdict = "NO VIOLATION FOUND (sampled" + (f"; {qualifier})" if qualifier else ")")
+    else:
+        verdict = f"{result.verdict.name} ({qualifier})" if qualifier else result.verdict.name
     return f"{verdict}  {result.spec} ({result.engine})"
 
 

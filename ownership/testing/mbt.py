@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ownership.core.replay import build_trace
-from ownership.core.result import CheckResult, Measure, Stats, StopReason, Verdict
+from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records
 from ownership.engines.stateful import (
     HypothesisOptions,
@@ -464,6 +464,7 @@ def run_mbt(
         "actions": action_records(inst, [None] * len(the_spec.actions),
                                   [log.action_counts.get(a, 0) for a in the_spec.actions],
                                   Measure.SAMPLED, len(log.states), log.max_depth, False),
+        "coverage_kind": CoverageKind.SAMPLED,
     }
     notes = [f"{adapter_cls.__name__} ran {log.examples:,} examples in lock step with the spec ({log.steps:,} steps)"]
     if failure is None:

@@ -258,6 +258,10 @@ class SpecItem(pytest.Item):
         run = self.spec_file.run(self.engine)
         from ownership.core.expectation import Status
 
+        # pytest's JUnit XML carries it: a sampled (random) run never reads as a proof.
+        kind = run.result.coverage_kind
+        self.user_properties.append(("coverage_kind", kind.value if kind is not None else "exhaustive"))
+
         outcome = run.outcomes[self.invariant]
         if outcome.status is Status.PASSED:
             return

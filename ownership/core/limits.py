@@ -1,0 +1,160 @@
+"""Honest limits: a wall-clock ``--max-seconds`` and SIGTERM that stop every phase of a check.
+
+An engine that checks its deadline between states cannot stop while one
+state forks into thousands of choices, while the instance is being built, or
+while Z3 is inside one ``check()``.  :func:`limited` makes both the time
+limit and SIGTERM raise inside the running code, whatever it is doing:
+
+* the time limit is an interval timer (``SIGALRM``) whose handler raises
+  :class:`TimeUp`;
+* SIGTERM's handler raises :class:`Terminated` (SIGINT keeps raising
+  :class:`KeyboardInterrupt`);
+* Python runs signal handlers only between bytecodes, so a Z3 call would
+  hold them back: a watcher thread reads the signal numbers that the C
+  handler writes to a wakeup pipe and interrupts Z3's context, so the call
+  returns and the handler runs.
+
+Both exceptions derive from :class:`KeyboardInterrupt`, so every engine's
+Ctrl-C handler also stops on them and reports the coverage reached; the
+engines use :func:`stop_reason_of` to say which limit stopped them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from ownership.core.result import StopReason
+
+REPEAT_SECONDS = 0.5
+"""After the time limit, the alarm fires again this often until the guarded block has stopped."""
+
+
+class Stopped(KeyboardInterrupt):  # noqa: N818 - a stop, raised like Ctrl-C
+    """The run was stopped from outside the engine (time limit or signal)."""
+
+    reason = StopReason.INTERRUPTED
+
+
+class TimeUp(Stopped):
+    """The wall-clock limit (``--max-seconds``) passed."""
+
+    reason = StopReason.TIME_LIMIT
+
+
+class Terminated(Stopped):
+    """SIGTERM arrived."""
+
+
+def stop_reason_of(exc: BaseException) -> StopReason:
+    """``TIME_LIMIT`` for the wall-clock limit, else ``INTERRUPTED`` (Ctrl-C, SIGTERM)."""
+    return exc.reason if isinstance(exc, Stopped) else StopReason.INTERRUPTED
+
+
+def stop_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """The stop (Ctrl-C, SIGTERM, time limit) behind ``exc``, or ``None`` if it is an ordinary error.
+
+    A handler that raises while ctypes converts a Z3 call's arguments comes
+    out as ``ctypes.ArgumentError`` naming the stop in its text, and a Z3
+    call that the watcher interrupted raises "canceled".
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, KeyboardInterrupt):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    if type(exc).__name__ == "ArgumentError":  # ctypes keeps only the text of what the handler raised
+        text = str(exc)
+        for kind in (TimeUp, Terminated, KeyboardInterrupt):
+            if f"{kind.__name__}:" in text or text.endswith(kind.__name__):
+                return kind(text)
+    if type(exc).__name__ == "Z3Exception" and "cancel" in str(exc).lower():
+        return Stopped("interrupted (Z3 call canceled)")
+    return None
+
+
+def _interrupt_z3() -> None:
+    z3 = sys.modules.get("z3")  # only when an engine loaded it; never imported here
+    if z3 is not None:
+        with contextlib.suppress(Exception):
+            z3.main_ctx().interrupt()
+
+
+def _watch(read_fd: int, stop_fd: int) -> None:
+    """Interrupt Z3 whenever a signal byte arrives; end when ``stop_fd`` is readable."""
+    while True:
+        ready, _, _ = select.select([read_fd, stop_fd], [], [])
+        if stop_fd in ready:
+            return
+        try:
+            data = os.read(read_fd, 64)
+        except BlockingIOError:
+            continue
+        if data:
+            _interrupt_z3()
+
+
+@contextlib.contextmanager
+def limited(max_seconds: float | None = None) -> Iterator[None]:
+    """Within the block, the time limit raises :class:`TimeUp` and SIGTERM :class:`Terminated`.
+
+    Outside the main thread (signals cannot be handled there) the block runs
+    unguarded and the engines' own deadline checks remain.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(_sig: int, _frame: FrameType | None) -> None:
+        # Python swallows an exception raised while a finaliser or a gc callback
+        # runs ("Exception ignored in ..."): fire again shortly until one lands.
+        signal.setitimer(signal.ITIMER_REAL, REPEAT_SECONDS)
+        raise TimeUp(f"time limit of {max_seconds}s reached")
+
+    def on_term(_sig: int, _frame: FrameType | None) -> None:
+        # Raised once: a second SIGTERM during the report is ignored, not a traceback.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated("terminated (SIGTERM)")
+
+    previous_hook = sys.unraisablehook
+
+    def quiet_stops(unraisable: Any) -> None:
+        # Our own stop, swallowed because it landed in a finaliser or a gc callback:
+        # not worth a traceback (the alarm fires again); anything else is reported as usual.
+        if not isinstance(unraisable.exc_value, Stopped):
+            previous_hook(unraisable)
+
+    read_fd, write_fd = os.pipe()
+    stop_r, stop_w = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    old_term = signal.signal(signal.SIGTERM, on_term)
+    old_alarm = signal.signal(signal.SIGALRM, on_alarm) if max_seconds is not None else None
+    old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    watcher = threading.Thread(target=_watch, args=(read_fd, stop_r), name="ownership-limits", daemon=True)
+    watcher.start()
+    sys.unraisablehook = quiet_stops
+    try:
+        if max_seconds is not None:
+            signal.setitimer(signal.ITIMER_REAL, max(max_seconds, 0.001))
+        yield
+    finally:
+        if max_seconds is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old_alarm)
+        sys.unraisablehook = previous_hook
+        signal.set_wakeup_fd(old_wakeup)
+        signal.signal(signal.SIGTERM, old_term)
+        os.write(stop_w, b"x")
+        watcher.join(timeout=1.0)
+        for fd in (read_fd, write_fd, stop_r, stop_w):
+            os.close(fd)
