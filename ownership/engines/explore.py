@@ -110,10 +110,13 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
             reads.clear()
             ok = inv.fn(view)
             if ok is not True and (ok is False or not invariant_value(inv, ok)):
+                inst.check_unchanged(st)
                 return inv.name
             if reads:
                 getter = itemgetter(*reads)
                 inv_footprints[k] = (getter, getter(st))
+        if tuple(cur) != st:  # an invariant wrote the state (one comparison per new state)
+            inst.check_unchanged(st)
         return None
 
     expand = inst.expand

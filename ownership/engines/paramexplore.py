@@ -47,7 +47,7 @@ from ownership.engines.symbolic import (
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, not_bool_error
+from ownership.spec.instance import Instance, known_invariant, not_bool_error
 from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 
 MAX_VALUES = 256
@@ -187,6 +187,7 @@ class _View(CellView):
         object.__setattr__(self, "picks", [])
         object.__setattr__(self, "flags", [])
         object.__setattr__(self, "_scalars", {})
+        object.__setattr__(self, "reading", None)  # the invariant being evaluated: it may not write
         for lay in inst.layouts.values():
             if not lay.shape:
                 self._scalars[lay.name] = lay.offset
@@ -198,6 +199,14 @@ class _View(CellView):
         return Sym(v, self._ex) if isinstance(v, z3.ExprRef) else v
 
     def write_cell(self, pos: int, value: Any) -> None:
+        inv = self.reading
+        if inv is not None:
+            # As in the concrete semantics (Instance.check_unchanged): an invariant only reads.
+            raise OwnershipError(
+                Code.SPEC_IMPURE,
+                f"invariant {inv.name} writes the state: invariants must only read it, or a later invariant "
+                "sees a state that is not the one reached", inv.file, inv.line,
+            )
         if isinstance(value, Sym):
             e = z3.simplify(value.e)
             value = e.as_signed_long() if isinstance(e, z3.BitVecNumRef) else (
@@ -206,6 +215,8 @@ class _View(CellView):
 
     def flag(self, invariant: str, when: Any = True) -> None:
         """This path violates ``invariant`` where ``when`` holds (together with the path's condition)."""
+        if invariant not in self._inst.spec.invariants:
+            known_invariant(self._inst.spec, invariant)
         cond = when.e if isinstance(when, Sym) else when
         if not isinstance(cond, z3.ExprRef):
             if not cond:
@@ -492,7 +503,12 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
             inv = spec.invariants[name]
             fn = inv.fn
             bad: list[z3.BoolRef] = []
-            for enabled, result, _picks, _cells, path_pc, _flags in run(_call(fn, view, ()), state, pc):
+            object.__setattr__(view, "reading", inv)
+            try:
+                outcomes = list(run(_call(fn, view, ()), state, pc))
+            finally:
+                object.__setattr__(view, "reading", None)
+            for enabled, result, _picks, _cells, path_pc, _flags in outcomes:
                 if not enabled:
                     continue
                 if not is_truth_value(result):

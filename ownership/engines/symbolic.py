@@ -25,7 +25,7 @@ from typing import Any
 import z3
 
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, ViewBase, not_bool_error, strides
+from ownership.spec.instance import Instance, ViewBase, known_invariant, not_bool_error, strides
 from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 
@@ -527,6 +527,8 @@ class SymView(CellView):
 
     def flag(self, invariant: str, when: Any = True) -> None:
         """This path violates ``invariant`` where ``when`` holds (a bool, a Sym or a Boolean term); no fork."""
+        if invariant not in self._inst.spec.invariants:
+            known_invariant(self._inst.spec, invariant)
         cond = when.e if isinstance(when, Sym) else when
         if not isinstance(cond, z3.ExprRef):
             if not cond:
@@ -683,6 +685,14 @@ class SymbolicSpec:
             for p in self.invariants[inv.name]:
                 if p.enabled and not is_truth_value(p.result):
                     raise not_bool_error(inv, p.result)
+                if p.writes:
+                    # As in the concrete semantics (Instance.check_unchanged): an invariant only reads.
+                    raise OwnershipError(
+                        Code.SPEC_IMPURE,
+                        f"invariant {inv.name} writes the state: invariants must only read it, or a later "
+                        "invariant sees a state that is not the one reached",
+                        inv.file, inv.line,
+                    )
 
     def _check_sizes_fixed(self) -> None:
         """Domain sizes must not depend on free parameters (the unrolling has fixed width)."""

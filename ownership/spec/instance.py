@@ -365,6 +365,24 @@ def not_bool_error(inv: Invariant, value: object) -> OwnershipError:
     )
 
 
+def known_invariant(spec: Spec, name: str) -> None:
+    """OWN004, at the spec line, unless ``name`` is an invariant of ``spec``.
+
+    An event marked ``violates=`` with a name the spec does not declare (a
+    typo, a renamed invariant) would silently never be a violation.
+    """
+    if name in spec.invariants:
+        return
+    file, line = spec_frame_location(3)
+    raise OwnershipError(
+        Code.SPEC_INVALID,
+        f"an event is marked violates={name!r}, but spec {spec.name} declares no invariant {name!r} "
+        f"(known: {', '.join(spec.invariants)}): such an event could never be a violation",
+        file,
+        line,
+    )
+
+
 def raw_cells_error() -> OwnershipError:
     """``s.cur``: the raw cell list is the engines' own, and reading it hides reads from the checker.
 
@@ -428,6 +446,10 @@ class ViewBase:
         """
         if violates is not None:
             self.flag(violates)
+
+    def _known(self, invariant: str) -> None:
+        """OWN004 unless ``invariant`` is one of the spec's: a misspelt name would never be a violation."""
+        known_invariant(self._inst.spec, invariant)
 
     def flag(self, invariant: str, when: Any = True) -> None:
         """This step violates ``invariant`` (if ``when``): what ``emit(..., violates=X)`` records.
@@ -559,6 +581,8 @@ class View(ViewBase):
         """
         if violates is not None and violates not in self._flags:
             # Kept whether or not recording: a violating event is a violation in every engine.
+            if violates not in self._inst.spec.invariants:
+                known_invariant(self._inst.spec, violates)
             self._flags.append(violates)
         if self.recording:
             # Events hold plain values (indices), as traces and JSON do.
@@ -571,6 +595,8 @@ class View(ViewBase):
     def flag(self, invariant: str, when: Any = True) -> None:
         """This step violates ``invariant`` if ``when`` (see :meth:`ViewBase.flag`)."""
         if when and invariant not in self._flags:
+            if invariant not in self._inst.spec.invariants:
+                known_invariant(self._inst.spec, invariant)
             self._flags.append(invariant)
 
 
@@ -1043,8 +1069,52 @@ class Instance:
             except Exception as exc:  # noqa: BLE001
                 raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
             if not invariant_value(inv, ok):
+                self.check_unchanged(state)
                 return inv.name
+        self.check_unchanged(state)
         return None
+
+    def check_unchanged(self, state: State) -> None:
+        """OWN067 if evaluating invariants (or the terminal predicate) on ``state`` wrote the view's cells.
+
+        An invariant that writes changes what the invariants after it see (a
+        counter reset to 0 makes every bound on it hold): it could hide a
+        violation.  One comparison per evaluated state; the culprit is only
+        searched for when something was written.
+        """
+        if tuple(self.view._cells) == state:
+            return
+        view = self.view
+        labels = list(self.cells(state))
+        culprits: list[tuple[str, str | None, int | None, Callable[..., Any]]] = [
+            (f"invariant {inv.name}", inv.file, inv.line, inv.fn) for inv in self.invariants
+        ]
+        done = self.spec.done
+        if done is not None:
+            code = getattr(done, "__code__", None)
+            culprits.append(("the @spec.terminal predicate", code.co_filename if code else None,
+                             code.co_firstlineno if code else None, done))
+        for what, file, line, fn in culprits:
+            view._cells[:] = state
+            try:
+                fn(view)
+            except Exception:  # noqa: BLE001 - only looking for the writer
+                pass
+            after = tuple(view._cells)
+            if after != state:
+                i = next(k for k, (a, b) in enumerate(zip(state, after, strict=True)) if a != b)
+                view._cells[:] = state
+                raise OwnershipError(
+                    Code.SPEC_IMPURE,
+                    f"{what} writes the state ({labels[i]} from {state[i]!r} to {after[i]!r}): invariants and "
+                    "the terminal predicate must only read it, or a later invariant sees a state that is not "
+                    "the one reached",
+                    file,
+                    line,
+                )
+        view._cells[:] = state
+        raise OwnershipError(Code.SPEC_IMPURE, "evaluating the invariants wrote the state: they must only read it",
+                             self.spec.file, self.spec.line)
 
     def step_violated(self, succ: Successor, checked: Sequence[str] | None = None) -> str | None:
         """First invariant, in declaration order, that the step to ``succ`` violates, or ``None``.
@@ -1070,6 +1140,7 @@ class Instance:
             raise
         except Exception as exc:  # noqa: BLE001
             raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+        self.check_unchanged(state)
         return invariant_value(inv, ok)
 
     def is_terminal(self, state: State) -> bool:
@@ -1077,7 +1148,9 @@ class Instance:
         if self.spec.done is None:
             return False
         self.view._cells[:] = state
-        return bool(self.spec.done(self.view))
+        done = bool(self.spec.done(self.view))
+        self.check_unchanged(state)
+        return done
 
     # -- representation -------------------------------------------------------
     def to_json(self, state: State) -> dict[str, Any]:
