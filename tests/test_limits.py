@@ -92,7 +92,7 @@ def test_max_seconds_holds_while_the_instance_is_built(tmp_path: Path) -> None:
         "    return s.x >= 0\n"
     )
     started = time.monotonic()
-    res = CliRunner().invoke(app, ["check", str(spec), "-p", "n=3000", "--max-seconds", "1", "--no-progress"])
+    res = CliRunner().invoke(app, ["check", str(spec), "-p", "n=3000", "--max-domain", "5000", "--max-seconds", "1", "--no-progress"])
     took = time.monotonic() - started
     assert res.exit_code == 3, res.output
     assert took < UPPER_BOUND, f"--max-seconds 1 took {took:.1f}s"

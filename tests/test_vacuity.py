@@ -150,7 +150,7 @@ def test_other_engines_report_the_dead_action(engine: str, tmp_path: Path) -> No
     extra = ("--max-examples", "30", "--steps", "10", "--derandomize") if engine == "hypothesis" else ()
     res = check(DEAD, "--engine", engine, *extra, tmp=tmp_path)
     assert res.exit_code == 0, res.output
-    assert "(vacuous: 1 action never fired)" in res.output.splitlines()[0], res.output
+    assert "vacuous: 1 action never fired)" in res.output.splitlines()[0], res.output
     assert "action cleanup never fired" in " ".join(res.output.split())
 
 

@@ -473,7 +473,13 @@ def _holds(expected: str | None, result: Any) -> bool:
 
 
 def _inconclusive(result: Any) -> bool:
-    return result.verdict.name == "UNKNOWN"
+    """A limit stopped the run (a mutant where nothing can fire is UNKNOWN too, but decided: see ``_vacuous``)."""
+    return result.verdict.name == "UNKNOWN" and not _vacuous(result)
+
+
+def _vacuous(result: Any) -> bool:
+    """No action fires from the initial state: the engine says UNKNOWN (nothing was checked), the mutant is caught."""
+    return result.stop_reason.name == "NOTHING_ENABLED"
 
 
 def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress: ProgressFn | None = None) -> MutationReport:
@@ -610,6 +616,8 @@ def _classify(
         return done("invalid", f"{type(exc).__name__}: {exc}")
     if _inconclusive(result):
         return done("timeout", f"{result.engine}: {result.stop_reason.value}")
+    if _vacuous(result):
+        return done("killed", f"{result.engine} {result.stop_reason.value}: no step of the original can run")
     if not _holds(expected, result):
         if result.verdict.name == "VIOLATED":
             steps = len(result.trace) if result.trace is not None else 0

@@ -82,6 +82,19 @@ def stop_in(exc: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
+def raise_if_canceled(solver: Any) -> None:
+    """Raise the stop if ``solver`` answered unknown because the watcher interrupted it.
+
+    The stop's own ``KeyboardInterrupt`` can be swallowed (Python drops an
+    exception raised inside a finaliser, and Z3 objects have many), leaving
+    only the solver's "canceled": that is still a stop, not a solver that
+    could not decide.
+    """
+    reason = str(solver.reason_unknown()).lower()
+    if "cancel" in reason or "interrupt" in reason:
+        raise Stopped(f"interrupted (Z3 call {reason})")
+
+
 def _interrupt_z3() -> None:
     z3 = sys.modules.get("z3")  # only when an engine loaded it; never imported here
     if z3 is not None:

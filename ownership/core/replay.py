@@ -211,7 +211,9 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
         flagged = succ.violations
     violated = inst.violated(state) or next((n for n in inst.spec.invariants if n in flagged), None)
     if trace.violation is not None:
-        if trace.violation in flagged:
+        # The state's own violation is the stronger evidence, so it is named first; an event-only
+        # violation (the state shows nothing) is confirmed by the event.
+        if trace.violation in flagged and inst.holds(state, trace.violation):
             return ReplayOutcome(True, f"replayed {len(trace.steps)} steps: the last step emits an event that "
                                  f"violates {trace.violation}, as the trace says", None, trace.violation)
         if inst.holds(state, trace.violation):

@@ -22,7 +22,7 @@ from typing import Any
 
 import z3
 
-from ownership.core.limits import stop_in, stop_reason_of
+from ownership.core.limits import raise_if_canceled, stop_in, stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
@@ -484,6 +484,7 @@ def proven_lemmas(sym: SymbolicSpec, options: BmcOptions) -> list[z3.BoolRef]:
             s.pop()
             return cands
         if answer == z3.unknown:
+            raise_if_canceled(s)
             s.pop()
             return []
         model = s.model()
@@ -657,9 +658,9 @@ def _coverage_note(result: CheckResult, options: BmcOptions) -> CheckResult:
 def _bmc(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
     """:func:`bmc` without the action counts (``prove`` runs it to find a shortest trace)."""
     start = time.perf_counter()
-    note = precheck(inst, options.symmetry)
     reached = _Reached(progress)
     try:
+        note = precheck(inst, options.symmetry)
         if options.minimize or options.maximize:
             sym = SymbolicSpec(inst, options.free, options.symmetry)
             return _noted(_optimize(inst, sym, _checked(sym, options), options, start), note)
@@ -717,6 +718,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             trace, _ = extract(un, model, k, _instance_factory(inst), "bmc", bad_inv)
             return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
         if answer == z3.unknown:
+            raise_if_canceled(solver)
             reason = solver.reason_unknown()
             return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
                 f"inconclusive: z3 answered unknown ({reason}) at depth {k}; no violation up to depth {k - 1}"])
@@ -737,6 +739,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             notes.append(f"no execution is longer than {k} steps, so every reachable state was checked")
             return result(Verdict.PROVED, StopReason.EXHAUSTED, k)
         if answer == z3.unknown:
+            raise_if_canceled(solver)
             return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
                 f"inconclusive: z3 answered unknown ({solver.reason_unknown()}) unrolling step {k + 1}"])
     return result(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, options.max_depth)
@@ -788,6 +791,7 @@ def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcO
                            Stats(0, 0, k_max, time.perf_counter() - start), shown, tuple(names), options=opts,
                            notes=(f"no value of {target} leads to a violation within {k_max} steps",))
     if answer == z3.unknown:
+        raise_if_canceled(opt)
         return CheckResult(inst.spec.name, "bmc", Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN,
                            Stats(0, 0, k_max, time.perf_counter() - start), shown, tuple(names), options=opts,
                            notes=(f"inconclusive: z3 answered unknown ({opt.reason_unknown()})",))
@@ -811,9 +815,9 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     proved along with the invariants; if it fails the proof restarts wider.
     """
     start = time.perf_counter()
-    note = precheck(inst, options.symmetry)
     reached = _Reached(progress)
     try:
+        note = precheck(inst, options.symmetry)
         result = _noted(_widening("prove", inst, options, start,
                                   lambda sym, names, widened: _prove_at(inst, sym, names, options, reached, start, widened)),
                         note)
@@ -896,6 +900,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
             trace, _ = extract(base, model, k, _instance_factory(inst), "prove", bad)
             return done(Verdict.VIOLATED, StopReason.VIOLATION, k, [f"base case fails at depth {k}"], bad, trace)
         if answer == z3.unknown:
+            raise_if_canceled(base_solver)
             return done(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k,
                         [f"inconclusive: z3 answered unknown ({base_solver.reason_unknown()}) in the base case at depth {k}"])
         base_solver.pop()
@@ -926,6 +931,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
             return done(Verdict.PROVED, StopReason.INDUCTION, k + 1,
                         [f"PROVED by {k + 1}-induction (simple paths): invariants hold for executions of any length"])
         if answer == z3.unknown:
+            raise_if_canceled(s)
             return done(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k,
                         [f"inconclusive: z3 answered unknown ({s.reason_unknown()}) in the induction step at k={k + 1}"])
         model = s.model()
@@ -1040,6 +1046,8 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
         failed = _certificate_fails(s.model(), inv, un, inst, x, y, params, where, trans, bad, options)
         if failed:
             return z3.unknown, f"{_REJECTED} ({failed})"
+    if answer == z3.unknown:
+        raise_if_canceled(s)
     return answer, (s.reason_unknown() if answer == z3.unknown else "")
 
 
@@ -1110,6 +1118,8 @@ def _reachable_certificate(sym: SymbolicSpec, inst: Instance, options: BmcOption
         s = _solver(options)
         s.add(*where, *un.types(0), *formulas)
         answer = s.check()
+        if answer == z3.unknown:
+            raise_if_canceled(s)
         return answer, (s.model() if answer == z3.sat else None)
 
     answer, model = check(un.at(inside, 0), z3.Or(*[z3.Not(un.invariant(n, 0)) for n in invariants],
