@@ -547,18 +547,23 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                                 enabled_in[a] += 1
                             new_pc = tuple(pc) + path_pc
                             flagged = [n for n in checked if any(f == n for f, _c in flags)]
+                            event_bad: tuple[str, z3.BoolRef] | None = None
                             if flagged:
                                 # An event of this step is marked as violating a checked invariant:
                                 # for the parameter values where its condition holds, the step violates it.
                                 name = flagged[0]
                                 cond = z3.simplify(z3.Or(*[c for f, c in flags if f == name]))
                                 if not z3.is_false(cond) and solver.feasible([*new_pc, cond]):
-                                    nid = len(nodes)
-                                    nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
-                                    violations.append((nid, name, cond))
+                                    event_bad = (name, cond)
                             pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
                             key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
                             if key in seen:
+                                if event_bad is not None:
+                                    # The state was reached before, but not by this violating step:
+                                    # the step needs a node of its own for its trace.
+                                    nid = len(nodes)
+                                    nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
+                                    violations.append((nid, *event_bad))
                                 continue
                             if options.max_states is not None and len(nodes) >= options.max_states:
                                 stop = StopReason.STATE_LIMIT
@@ -566,6 +571,8 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                             nid = len(nodes)
                             seen[key] = nid
                             nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
+                            if event_bad is not None:
+                                violations.append((nid, *event_bad))
                             bad = violation(new_state, new_pc)
                             if bad:
                                 violations.append((nid, bad[0], bad[1]))
