@@ -659,7 +659,8 @@ def _bmc(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
     """:func:`bmc` without the action counts (``prove`` runs it to find a shortest trace)."""
     start = time.perf_counter()
     reached = _Reached(progress)
-    try:
+
+    def run() -> CheckResult:
         note = precheck(inst, options.symmetry)
         if options.minimize or options.maximize:
             sym = SymbolicSpec(inst, options.free, options.symmetry)
@@ -667,13 +668,22 @@ def _bmc(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
         return _noted(_widening("bmc", inst, options, start,
                                 lambda sym, names, widened: _bmc_at(inst, sym, names, options, reached, start, widened)),
                       note)
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit, in any phase
-        return _stopped("bmc", inst, options, start, reached, exc)
+
+    return _until_stopped("bmc", inst, options, start, reached, run)
+
+
+def _until_stopped(engine: str, inst: Instance, options: BmcOptions, start: float, reached: _Reached,
+                   run: Callable[[], CheckResult]) -> CheckResult:
+    """``run()``, or the UNKNOWN result of Ctrl-C, SIGTERM or the wall-clock limit in any of its phases."""
+    try:
+        return run()
+    except KeyboardInterrupt as exc:
+        return _stopped(engine, inst, options, start, reached, exc)
     except Exception as exc:  # noqa: BLE001 - a stop that came out of a Z3 call; anything else is re-raised
         stop = stop_in(exc)
         if stop is None:
             raise
-        return _stopped("bmc", inst, options, start, reached, stop)
+        return _stopped(engine, inst, options, start, reached, stop)
 
 
 def _noted(result: CheckResult, note: str | None) -> CheckResult:
@@ -816,18 +826,16 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     """
     start = time.perf_counter()
     reached = _Reached(progress)
-    try:
+
+    def run() -> CheckResult:
         note = precheck(inst, options.symmetry)
-        result = _noted(_widening("prove", inst, options, start,
-                                  lambda sym, names, widened: _prove_at(inst, sym, names, options, reached, start, widened)),
-                        note)
-    except KeyboardInterrupt as exc:
-        return _stopped("prove", inst, options, start, reached, exc)
-    except Exception as exc:  # noqa: BLE001 - a stop that came out of a Z3 call; anything else is re-raised
-        stop = stop_in(exc)
-        if stop is None:
-            raise
-        return _stopped("prove", inst, options, start, reached, stop)
+        return _noted(_widening("prove", inst, options, start,
+                                lambda sym, names, widened: _prove_at(inst, sym, names, options, reached, start, widened)),
+                      note)
+
+    result = _until_stopped("prove", inst, options, start, reached, run)
+    if result.stop_reason in _STOPPED:
+        return with_coverage(result, inst, result.actions)  # no coverage search past the limit or the signal
     actions = result.actions
     if not actions and result.stop_reason not in _STOPPED:
         # Proved by induction or Spacer (or refuted): no states were enumerated, so a small

@@ -42,12 +42,13 @@ from ownership.engines.symbolic import (
     Sym,
     SymbolicError,
     SymField,
+    flag_condition,
     parameter_constraints,
 )
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, known_invariant, not_bool_error
+from ownership.spec.instance import Instance, not_bool_error
 from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 
 MAX_VALUES = 256
@@ -215,16 +216,9 @@ class _View(CellView):
 
     def flag(self, invariant: str, when: Any = True) -> None:
         """This path violates ``invariant`` where ``when`` holds (together with the path's condition)."""
-        if invariant not in self._inst.spec.invariants:
-            known_invariant(self._inst.spec, invariant)
-        cond = when.e if isinstance(when, Sym) else when
-        if not isinstance(cond, z3.ExprRef):
-            if not cond:
-                return
-            cond = z3.BoolVal(True)
-        elif not z3.is_bool(cond):  # a 0/1 value combined with & or | (as Sym.__bool__ reads it)
-            cond = cond != z3.BitVecVal(0, cond.size()) if isinstance(cond, z3.BitVecRef) else cond != 0
-        self.flags.append((invariant, cond))
+        cond = flag_condition(self._inst, invariant, when)
+        if cond is not None:
+            self.flags.append((invariant, cond))
 
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:

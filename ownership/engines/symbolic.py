@@ -469,6 +469,23 @@ class SymField:
         return self.shape[0]
 
 
+def flag_condition(inst: Instance, invariant: str, when: Any) -> z3.BoolRef | None:
+    """``when`` of ``s.flag(invariant, when)`` as a Boolean term, or ``None`` if it is plainly false.
+
+    ``when`` is a bool, a :class:`Sym` or a term; a 0/1 bit-vector (a
+    condition combined with ``&`` or ``|``) is read as ``Sym.__bool__`` reads
+    it.  The invariant must be one of the spec's (OWN004 otherwise).
+    """
+    if invariant not in inst.spec.invariants:
+        known_invariant(inst.spec, invariant)
+    cond = when.e if isinstance(when, Sym) else when
+    if not isinstance(cond, z3.ExprRef):
+        return z3.BoolVal(True) if cond else None
+    if not z3.is_bool(cond):
+        return cond != z3.BitVecVal(0, cond.size()) if isinstance(cond, z3.BitVecRef) else cond != 0
+    return cond  # type: ignore[return-value]
+
+
 class CellView(ViewBase):
     """A view whose cells are read and written through ``read_cell``/``write_cell``.
 
@@ -527,15 +544,9 @@ class SymView(CellView):
 
     def flag(self, invariant: str, when: Any = True) -> None:
         """This path violates ``invariant`` where ``when`` holds (a bool, a Sym or a Boolean term); no fork."""
-        if invariant not in self._inst.spec.invariants:
-            known_invariant(self._inst.spec, invariant)
-        cond = when.e if isinstance(when, Sym) else when
-        if not isinstance(cond, z3.ExprRef):
-            if not cond:
-                return
-            cond = z3.BoolVal(True)
-        elif not z3.is_bool(cond):  # a 0/1 value combined with & or | (as Sym.__bool__ reads it)
-            cond = cond != z3.BitVecVal(0, cond.size()) if isinstance(cond, z3.BitVecRef) else cond != 0
+        cond = flag_condition(self._inst, invariant, when)
+        if cond is None:
+            return
         pc = self._enc.explorer.pc
         self.flags.append((invariant, conjunction([*pc, cond]) if pc else cond))
 
