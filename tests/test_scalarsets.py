@@ -254,3 +254,14 @@ def test_ordered_and_symmetric_exclude_each_other_and_ordered_pools_give_ints() 
     assert inst.successors_of(inst.init_state, inst.find_instance("grab", (0,)))
     assert all(isinstance(p, Element) for p in seen["kv"])
     assert all(type(p) is int for p in seen["slab"])
+
+
+def test_plain_turns_elements_into_indices_at_every_depth() -> None:
+    # Model-based tests compare the spec's expectation (elements) with an implementation's numbers.
+    from ownership.spec.elements import plain
+
+    inst = Instance(load_spec(TRUST / "scalar_next_slot.py"))
+    dom = next(iter(inst.elements))
+    a, b = inst.elements[dom][0], inst.elements[dom][1]
+    assert plain({"x": [a, (b, None)], "y": {a}}) == {"x": [0, (1, None)], "y": {0}}
+    assert plain([3, "s"]) == [3, "s"]

@@ -161,6 +161,23 @@ class Element:
     __pos__ = __abs__ = __invert__ = __neg__
 
 
+def plain(value: Any) -> Any:
+    """``value`` with every element replaced by its index, inside lists, tuples, sets and dicts too.
+
+    For the boundary with code outside the spec: a model-based test compares
+    what the spec expects with what an implementation reports, and the
+    implementation names pages and requests by number.
+    """
+    cls = value.__class__
+    if cls is Element:
+        return value._i
+    if cls in (list, tuple, set, frozenset):
+        return cls(plain(v) for v in value)
+    if cls is dict:
+        return {plain(k): plain(v) for k, v in value.items()}
+    return value
+
+
 def ix(value: Any) -> Any:
     """The index behind an element (anything else unchanged): for the trusted vocabulary only."""
     return value._i if value.__class__ is Element else value
