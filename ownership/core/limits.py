@@ -41,6 +41,8 @@ class Stopped(KeyboardInterrupt):  # noqa: N818 - a stop, raised like Ctrl-C
     """The run was stopped from outside the engine (time limit or signal)."""
 
     reason = StopReason.INTERRUPTED
+    reported = False
+    """Set by :func:`stop_reason_of` once an engine has caught the stop and reported its coverage."""
 
 
 class TimeUp(Stopped):
@@ -53,9 +55,20 @@ class Terminated(Stopped):
     """SIGTERM arrived."""
 
 
+class Interrupted(Stopped):
+    """SIGINT (Ctrl-C) arrived while a limit guarded the run."""
+
+
 def stop_reason_of(exc: BaseException) -> StopReason:
-    """``TIME_LIMIT`` for the wall-clock limit, else ``INTERRUPTED`` (Ctrl-C, SIGTERM)."""
-    return exc.reason if isinstance(exc, Stopped) else StopReason.INTERRUPTED
+    """``TIME_LIMIT`` for the wall-clock limit, else ``INTERRUPTED`` (Ctrl-C, SIGTERM).
+
+    Engines call it where they catch a stop, so it also marks the stop as
+    reported: :func:`limited` stops raising it again.
+    """
+    if isinstance(exc, Stopped):
+        exc.reported = True
+        return exc.reason
+    return StopReason.INTERRUPTED
 
 
 def stop_in(exc: BaseException) -> KeyboardInterrupt | None:
@@ -127,16 +140,33 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
         yield
         return
 
-    def on_alarm(_sig: int, _frame: FrameType | None) -> None:
-        # Python swallows an exception raised while a finaliser or a gc callback
-        # runs ("Exception ignored in ..."): fire again shortly until one lands.
+    # Python swallows an exception raised while a finaliser or a gc callback runs
+    # ("Exception ignored in ..."), and Z3 objects have many: a stop is raised again
+    # every REPEAT_SECONDS until an engine has reported it (stop_reason_of).
+    pending: list[Stopped] = []
+
+    def again(stop: Stopped) -> None:
+        pending[:] = [stop]
         signal.setitimer(signal.ITIMER_REAL, REPEAT_SECONDS)
-        raise TimeUp(f"time limit of {max_seconds}s reached")
+        raise stop
+
+    def on_alarm(_sig: int, _frame: FrameType | None) -> None:
+        if pending:
+            if not pending[0].reported:
+                again(pending[0])
+            return
+        if max_seconds is not None:
+            again(TimeUp(f"time limit of {max_seconds}s reached"))
 
     def on_term(_sig: int, _frame: FrameType | None) -> None:
         # Raised once: a second SIGTERM during the report is ignored, not a traceback.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Terminated("terminated (SIGTERM)")
+        again(Terminated("terminated (SIGTERM)"))
+
+    def on_int(_sig: int, _frame: FrameType | None) -> None:
+        if pending:
+            raise KeyboardInterrupt  # a second Ctrl-C: as without the guard
+        again(Interrupted("interrupted (Ctrl-C)"))
 
     previous_hook = sys.unraisablehook
 
@@ -151,7 +181,8 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
     os.set_blocking(read_fd, False)
     os.set_blocking(write_fd, False)
     old_term = signal.signal(signal.SIGTERM, on_term)
-    old_alarm = signal.signal(signal.SIGALRM, on_alarm) if max_seconds is not None else None
+    old_int = signal.signal(signal.SIGINT, on_int)
+    old_alarm = signal.signal(signal.SIGALRM, on_alarm)
     old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     watcher = threading.Thread(target=_watch, args=(read_fd, stop_r), name="ownership-limits", daemon=True)
     watcher.start()
@@ -161,9 +192,9 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(max_seconds, 0.001))
         yield
     finally:
-        if max_seconds is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old_alarm)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old_alarm)
+        signal.signal(signal.SIGINT, old_int)
         sys.unraisablehook = previous_hook
         signal.set_wakeup_fd(old_wakeup)
         signal.signal(signal.SIGTERM, old_term)
