@@ -6,6 +6,7 @@ import; engines live in :mod:`ownership.engines` and load their solvers
 lazily, so importing a spec stays fast.
 """
 
+from ownership.spec.elements import Element
 from ownership.spec.model import (
     Disabled,
     Domain,
@@ -26,6 +27,7 @@ __all__ = [
     "Bool",
     "Disabled",
     "Domain",
+    "Element",
     "Enum",
     "Expect",
     "Int",

@@ -35,7 +35,9 @@ request are one step (they run in one scheduler iteration); generated tokens
 are not modelled, so the output length does not count toward ``extend_len``.
 """
 
-from ownership import Enum, Optional, Ownership, Source, Spec, require, violates
+from typing import Annotated
+
+from ownership import Element, Enum, Optional, Ownership, Source, Spec, require, violates
 from ownership.vocab.prefix import PrefixIndex
 
 spec = Spec(
@@ -57,10 +59,12 @@ spec.param("requests", 2, "concurrent requests modelled", min=1, max=3)
 spec.param("pages", 1, "KV pool size in pages (num_pages; one block per page)", min=1, max=4)
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABC")
+ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
 own = Ownership(spec, requests=Req)
 pool = own.pool("kv", "pages", prefix="K")
 # Prompts: "x" (one block) and "xy" (the same first block, then one more).
 radix = PrefixIndex(pool, "radix", {"x": None, "xy": "x"}, root_refs=True)
+RadixNodeId = Annotated[int, radix.Node]  # the type of an action argument drawn from radix.Node
 ROOT = None  # RadixCacheHandle.node for an empty match: the root node
 
 Phase = Enum("Phase", "IDLE PENDING RUNNING DONE")
@@ -88,7 +92,7 @@ def extend_len(prompt, handle) -> int:
 
 
 @spec.action
-def arrive(s, r: Req, prompt: radix.Node):
+def arrive(s, r: ReqId, prompt: RadixNodeId):
     """Scheduler receives a UserMsg; PrefillManager.add_one_req queues it."""
     require(s.phase[r] == Phase.IDLE)
     s.prompt[r] = prompt
@@ -96,7 +100,7 @@ def arrive(s, r: Req, prompt: radix.Node):
 
 
 @spec.action
-def prefill(s, r: Req, prompt: radix.Node):
+def prefill(s, r: ReqId, prompt: RadixNodeId):
     """_try_allocate_one (match, lock, admit), then _prepare_batch's allocate and the forward."""
     require(s.phase[r] == Phase.PENDING and s.prompt[r] == prompt)
     handle = radix.match(s, r, radix.parent(s, prompt))  # match_req: input_ids[:input_len - 1]
@@ -110,7 +114,7 @@ def prefill(s, r: Req, prompt: radix.Node):
 
 
 @spec.action
-def finish(s, r: Req):
+def finish(s, r: ReqId):
     """free_and_cache_finished_req: insert_prefix, free the duplicates, unlock the old handle."""
     require(s.phase[r] == Phase.RUNNING)
     radix.insert(s, r, s.prompt[r])

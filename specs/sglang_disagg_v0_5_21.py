@@ -30,7 +30,9 @@ prefill writes and sends one page; decode reads the rest, still holding an
 earlier request's KV; the client gets HTTP 200.
 """
 
-from ownership import Enum, Ownership, Source, Spec, ceil_div, require, transfer, violates
+from typing import Annotated
+
+from ownership import Element, Enum, Ownership, Source, Spec, ceil_div, require, transfer, violates
 
 spec = Spec(
     "sglang_disagg_v0_5_21",
@@ -58,7 +60,9 @@ spec.param("short_prompt_tokens", 2, "length of an ordinary prompt", min=1)
 spec.param("prompt_tokens", 6, "length of a long prompt", min=1)
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEFGHIJKLMNOP")
+ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
 PromptLen = spec.values("PromptLen", lambda p: [p.short_prompt_tokens, p.prompt_tokens])
+PromptLenId = Annotated[int, PromptLen]  # the type of an action argument drawn from PromptLen
 
 own = Ownership(spec, requests=Req)
 prefill_pool = own.pool("prefill", lambda p: ceil_div(p.prefill_pool_tokens, p.page_size), prefix="P")
@@ -97,7 +101,7 @@ decode_max_input = spec.derived(
 
 # -- arrival ---------------------------------------------------------------------
 @spec.action
-def arrive(s, r: Req, prompt_len: PromptLen):
+def arrive(s, r: ReqId, prompt_len: PromptLenId):
     """The router sends the request to both nodes; each runs validate_input_length."""
     require(s.p_queue[r] == PrefillQ.IDLE and s.d_queue[r] == DecodeQ.IDLE)
     # prefill: Req.set_finish_with_abort swaps in a one-token placeholder
@@ -118,7 +122,7 @@ def arrive(s, r: Req, prompt_len: PromptLen):
 
 # -- decode node -------------------------------------------------------------------
 @spec.action
-def decode_pop_preallocated(s, r: Req):
+def decode_pop_preallocated(s, r: ReqId):
     """DecodePreallocQueue.pop_preallocated + _pre_alloc: reserve pages, send metadata."""
     require(s.d_queue[r] == DecodeQ.PREALLOC)
     if s.d_finished[r] == Finish.ABORT:  # the only rejection it looks at
@@ -132,7 +136,7 @@ def decode_pop_preallocated(s, r: Req):
 
 
 @spec.action
-def decode_pop_transferred(s, r: Req):
+def decode_pop_transferred(s, r: ReqId):
     """DecodeTransferQueue.pop_transferred: on Success commit (room checked only)."""
     require(s.d_queue[r] == DecodeQ.TRANSFER)
     require(s.kv[r] in (KV.SUCCESS, KV.FAILED))
@@ -146,7 +150,7 @@ def decode_pop_transferred(s, r: Req):
 
 
 @spec.action
-def decode_forward(s, r: Req):
+def decode_forward(s, r: ReqId):
     """Decode forward: attention reads req_to_token[0:seq_len]; tokens stream, HTTP 200."""
     require(s.d_queue[r] == DecodeQ.RUNNING)
     decode_pool.read(s, r, decode_pool.pages_of(s, r))
@@ -156,7 +160,7 @@ def decode_forward(s, r: Req):
 
 
 @spec.action
-def decode_finish(s, r: Req):
+def decode_finish(s, r: ReqId):
     """Request finishes on decode: release its pages (content stays in them)."""
     require(s.d_queue[r] == DecodeQ.FINISHED)
     s.d_finished[r] = Finish.LENGTH
@@ -165,7 +169,7 @@ def decode_finish(s, r: Req):
 
 
 @spec.action
-def decode_transfer_timeout(s, r: Req):
+def decode_transfer_timeout(s, r: ReqId):
     """Receiver poll: WaitingForInput turns Failed after the bootstrap timeout."""
     require(s.d_queue[r] == DecodeQ.TRANSFER and s.kv[r] == KV.WAITING_FOR_INPUT)
     s.kv[r] = KV.FAILED
@@ -173,7 +177,7 @@ def decode_transfer_timeout(s, r: Req):
 
 # -- prefill node --------------------------------------------------------------------
 @spec.action
-def prefill_pop_bootstrapped(s, r: Req):
+def prefill_pop_bootstrapped(s, r: ReqId):
     """PrefillBootstrapQueue.add/pop_bootstrapped: handshake done, length fits the pool."""
     require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.kv[r] == KV.WAITING_FOR_INPUT)
     require(s.p_input_len[r] <= s.params.prefill_pool_tokens)  # only guard: no to_finish check
@@ -181,7 +185,7 @@ def prefill_pop_bootstrapped(s, r: Req):
 
 
 @spec.action
-def prefill_forward(s, r: Req):
+def prefill_forward(s, r: ReqId):
     """Prefill forward: allocate ceil(len(input)/page_size) pages and write the KV."""
     require(s.p_queue[r] == PrefillQ.WAITING)
     num_pages = ceil_div(s.p_input_len[r], s.params.page_size)
@@ -191,7 +195,7 @@ def prefill_forward(s, r: Req):
 
 
 @spec.action
-def prefill_send(s, r: Req):
+def prefill_send(s, r: ReqId):
     """send_kv_chunk(last_chunk=True): req_to_token[0:len(input)] -> dst_kv_indices; Success."""
     require(s.p_queue[r] == PrefillQ.FORWARDED and s.kv[r] == KV.WAITING_FOR_INPUT)
     num_pages = ceil_div(s.p_input_len[r], s.params.page_size)
@@ -205,7 +209,7 @@ def prefill_send(s, r: Req):
 
 
 @spec.action
-def prefill_transfer_failed(s, r: Req):
+def prefill_transfer_failed(s, r: ReqId):
     """Inflight/bootstrap queue on Failed: release pages and abort."""
     require(s.p_queue[r] in (PrefillQ.BOOTSTRAP, PrefillQ.WAITING, PrefillQ.FORWARDED) and s.kv[r] == KV.FAILED)
     prefill_pool.free(s, r)

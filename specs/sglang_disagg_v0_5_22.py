@@ -21,8 +21,9 @@ Expected: safe at every size the explorer can cover, and provable by
 induction (the Z3 engine).
 """
 
+
 import sglang_disagg_v0_5_21 as v21
-from sglang_disagg_v0_5_21 import HTTP, KV, DecodeQ, Finish, PrefillQ, Req, decode_pool
+from sglang_disagg_v0_5_21 import HTTP, KV, DecodeQ, Finish, PrefillQ, Req, ReqId, decode_pool
 
 from ownership import Source, ceil_div, require, safe
 
@@ -43,7 +44,7 @@ spec = v21.spec.derive(
 
 
 @spec.replace
-def decode_pop_preallocated(s, r: Req):
+def decode_pop_preallocated(s, r: ReqId):
     """pop_preallocated: retire a pending rejection with its error; else reserve pages."""
     require(s.d_queue[r] == DecodeQ.PREALLOC)
     if s.d_finished[r] == Finish.ABORT or s.d_to_finish[r]:  # FIX: to_finish is a rejection too
@@ -59,7 +60,7 @@ def decode_pop_preallocated(s, r: Req):
 
 
 @spec.replace
-def prefill_pop_bootstrapped(s, r: Req):
+def prefill_pop_bootstrapped(s, r: ReqId):
     """pop_bootstrapped: a request with a pending rejection never reaches the forward."""
     require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.kv[r] == KV.WAITING_FOR_INPUT)
     require(not s.p_to_finish[r])  # FIX: rejected requests are retired below instead
@@ -68,7 +69,7 @@ def prefill_pop_bootstrapped(s, r: Req):
 
 
 @spec.action
-def prefill_retire_rejected(s, r: Req):
+def prefill_retire_rejected(s, r: ReqId):
     """FIX: retire a rejected prefill request with its original error and tell decode."""
     require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.p_to_finish[r])
     if s.kv[r] == KV.WAITING_FOR_INPUT:
@@ -78,7 +79,7 @@ def prefill_retire_rejected(s, r: Req):
 
 
 @spec.replace
-def decode_pop_transferred(s, r: Req):
+def decode_pop_transferred(s, r: ReqId):
     """pop_transferred: commit only if the transferred length equals the reserved length."""
     require(s.d_queue[r] == DecodeQ.TRANSFER)
     require(s.kv[r] in (KV.SUCCESS, KV.FAILED))

@@ -37,7 +37,9 @@ is reduced to the host lock it holds.  Load-back under write-back keeps the
 host copy, as upstream.
 """
 
-from ownership import Ownership, Source, Spec, require, violates
+from typing import Annotated
+
+from ownership import Element, Ownership, Source, Spec, require, violates
 from ownership.vocab.refcount import all_of
 from ownership.vocab.tiers import Tiers
 
@@ -61,6 +63,7 @@ spec.param("device_pages", 2, "device (GPU) KV pages", min=1)
 spec.param("host_pages", 1, "host (CPU) KV pages (--hicache-size)", min=1)
 
 Node = spec.domain("Node", "nodes", symmetric=True, names="ABCD")
+NodeId = Annotated[Element, Node]  # the type of an action argument drawn from Node
 own = Ownership(spec, requests=Node)
 device = own.pool("device", "device_pages", prefix="D")
 host = own.pool("host", "host_pages", prefix="H")
@@ -96,7 +99,7 @@ def evict_to_host(s, n) -> None:
 
 
 @spec.action
-def cache_finished_req(s, n: Node):
+def cache_finished_req(s, n: NodeId):
     """cache_finished_req / insert: a finished request's prefix joins the tree with its device KV."""
     require(not s.in_tree[n])
     device.write(s, n, device.alloc(s, n, 1))
@@ -104,7 +107,7 @@ def cache_finished_req(s, n: Node):
 
 
 @spec.action
-def evict_device_leaf(s, n: Node):
+def evict_device_leaf(s, n: NodeId):
     """_evict_device_leaf (write_back): back up, then demote to host (BUG: even if the backup failed)."""
     require(s.in_tree[n] and not s.evicted[n])
     if not tiers.holds(s, n, host):  # not node.backuped
@@ -113,7 +116,7 @@ def evict_device_leaf(s, n: Node):
 
 
 @spec.action
-def match_prefix(s, n: Node):
+def match_prefix(s, n: NodeId):
     """A request matches n's prefix: load_back from host if evicted, then attention reads n's device KV."""
     require(s.in_tree[n])
     if s.evicted[n]:
@@ -124,7 +127,7 @@ def match_prefix(s, n: Node):
 
 
 @spec.action
-def backup_storage(s, n: Node):
+def backup_storage(s, n: NodeId):
     """write_backup_storage: an L3 backup starts reading n's host pages (inc_host_lock_ref)."""
     require(s.in_tree[n] and s.host_lock_ref[n] == 0 and tiers.holds(s, n, host))
     tiers.read(s, n, host)
@@ -132,7 +135,7 @@ def backup_storage(s, n: Node):
 
 
 @spec.action
-def backup_storage_done(s, n: Node):
+def backup_storage_done(s, n: NodeId):
     """The L3 backup is acknowledged (dec_host_lock_ref)."""
     require(s.host_lock_ref[n] > 0)
     s.host_lock_ref[n] -= 1

@@ -15,8 +15,9 @@ the caller moves on to other leaves).  Expected: safe, for executions of any
 length (``ownership prove``).
 """
 
+
 import sglang_hicache_demote_without_copy_buggy as base
-from sglang_hicache_demote_without_copy_buggy import Node, device, evict_to_host, host, tiers, write_backup
+from sglang_hicache_demote_without_copy_buggy import Node, NodeId, device, evict_to_host, host, tiers, write_backup
 
 from ownership import Source, require, safe
 
@@ -34,7 +35,7 @@ spec = base.spec.derive(
 
 
 @spec.replace
-def evict_device_leaf(s, n: Node):
+def evict_device_leaf(s, n: NodeId):
     """_evict_device_leaf (write_back): back up, and demote only if the backup was committed (FIX)."""
     require(s.in_tree[n] and not s.evicted[n])
     if not tiers.holds(s, n, host):  # not node.backuped

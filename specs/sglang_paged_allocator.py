@@ -43,7 +43,9 @@ tree, or one request's row), a request's cached prefix stays in the tree
 while it runs, and lock counts match the running requests.
 """
 
-from ownership import Enum, Int, Optional, Source, Spec, require, safe
+from typing import Annotated
+
+from ownership import Element, Enum, Int, Optional, Source, Spec, require, safe
 
 spec = Spec(
     "sglang_paged_allocator",
@@ -70,6 +72,7 @@ N_X, N_XY, N_XZ = 0, 1, 2
 NODE_OF = ((N_X, N_XY), (N_X, N_XZ))
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABC")
+ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
 Page = spec.domain(
     "Page",
     "pages",
@@ -81,6 +84,7 @@ Slot = spec.domain("Slot", lambda p: PROMPT_PAGES, names=lambda i: f"s{i}", doc=
 Node = spec.domain("Node", lambda p: 3, names=["N_X", "N_XY", "N_XZ"], doc="radix tree nodes, one per page prefix")
 
 Prompt = spec.domain("Prompt", lambda p: len(NODE_OF), names=["XY", "XZ"], doc="prompts; XY and XZ share page X")
+PromptId = Annotated[int, Prompt]  # the type of an action argument drawn from Prompt
 XY, XZ = 0, 1
 Phase = Enum("Phase", "IDLE RUNNING")
 
@@ -199,7 +203,7 @@ def evictable_leaves(s) -> list[int]:
 
 # -- the scheduler and release_kv_cache -------------------------------------------------
 @spec.action
-def admit(s, r: Req, prompt: Prompt):
+def admit(s, r: ReqId, prompt: PromptId):
     """PrefillAdder.add_one_req + alloc_for_extend: match, lock the prefix, allocate the rest."""
     require(s.phase[r] == Phase.IDLE)
     prefix, last = match_prefix(s, prompt)
@@ -215,7 +219,7 @@ def admit(s, r: Req, prompt: Prompt):
 
 
 @spec.action
-def release_with_checkpoint(s, r: Req):
+def release_with_checkpoint(s, r: ReqId):
     """release_kv_cache(checkpoint=True): the tree keeps the prompt; duplicates are freed; unlock."""
     require(s.phase[r] == Phase.RUNNING)
     prefix_len = insert(s, r)  # RadixCache.checkpoint -> _insert_cache
@@ -230,7 +234,7 @@ def release_with_checkpoint(s, r: Req):
 
 
 @spec.action
-def release_without_checkpoint(s, r: Req):
+def release_without_checkpoint(s, r: ReqId):
     """release_kv_cache(checkpoint=False): free the row past the protected prefix, unlock (abort path)."""
     require(s.phase[r] == Phase.RUNNING)
     for d in s.all(Slot):

@@ -33,7 +33,9 @@ are left out (the write carries the request's KV); a request that was aborted
 does not come back; decode runs one forward pass and finishes.
 """
 
-from ownership import Enum, Ownership, Source, Spec, require, violates
+from typing import Annotated
+
+from ownership import Element, Enum, Ownership, Source, Spec, require, violates
 from ownership.vocab.inflight import InflightWrites
 
 spec = Spec(
@@ -57,6 +59,7 @@ spec.param("decode_pages", 2, "decode KV pool size in pages", min=1)
 spec.param("prompt_pages", 1, "decode pages one request reserves (ceil(len(input) / page_size))", min=1)
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABCD")
+ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
 own = Ownership(spec, requests=Req)
 decode_pool = own.pool("decode", "decode_pages", prefix="D")
 rdma = InflightWrites(decode_pool, "rdma", doc="prefill's RDMA write of the request's KV into the decode page is posted, not landed")
@@ -75,7 +78,7 @@ spec.var("http", HTTP, per=Req, init=HTTP.NONE, doc="what the client got")
 
 # -- decode node -----------------------------------------------------------------
 @spec.action
-def decode_pop_preallocated(s, r: Req):
+def decode_pop_preallocated(s, r: ReqId):
     """pop_preallocated: reserve the request's decode pages, publish them as dst_kv_indices."""
     require(s.d_queue[r] == DecodeQ.IDLE)
     decode_pool.alloc(s, r, s.params.prompt_pages)  # not enabled while the pool is short: stays queued
@@ -85,7 +88,7 @@ def decode_pop_preallocated(s, r: Req):
 
 
 @spec.action
-def decode_abort(s, r: Req):
+def decode_abort(s, r: ReqId):
     """Client /abort_request or receiver timeout: kv_receiver.abort() sends ABORT; the poll turns Failed."""
     require(s.d_queue[r] == DecodeQ.TRANSFER and s.kv[r] == KV.WAITING_FOR_INPUT)
     s.abort_sent[r] = True
@@ -93,7 +96,7 @@ def decode_abort(s, r: Req):
 
 
 @spec.action
-def decode_pop_transferred(s, r: Req):
+def decode_pop_transferred(s, r: ReqId):
     """pop_transferred: on Failed release the pages at once; on Success join the running batch."""
     require(s.d_queue[r] == DecodeQ.TRANSFER and s.kv[r] in (KV.SUCCESS, KV.FAILED))
     if s.kv[r] == KV.FAILED:
@@ -105,7 +108,7 @@ def decode_pop_transferred(s, r: Req):
 
 
 @spec.action
-def decode_forward(s, r: Req):
+def decode_forward(s, r: ReqId):
     """Decode forward reads req_to_token's pages, streams HTTP 200, finishes and frees them."""
     require(s.d_queue[r] == DecodeQ.RUNNING)
     decode_pool.read(s, r, decode_pool.pages_of(s, r))
@@ -117,7 +120,7 @@ def decode_forward(s, r: Req):
 
 # -- prefill node's KV sender ------------------------------------------------------------
 @spec.action
-def prefill_send(s, r: Req):
+def prefill_send(s, r: ReqId):
     """send_kv_chunk: the transfer worker posts the RDMA write to dst_kv_indices (none once aborted)."""
     require(s.sender[r] == Sender.FORWARD)
     if s.abort_sent[r]:  # the room is Failed: nothing is sent
@@ -128,7 +131,7 @@ def prefill_send(s, r: Req):
 
 
 @spec.action
-def prefill_transfer_done(s, r: Req):
+def prefill_transfer_done(s, r: ReqId):
     """batch_transfer_sync returns: the write has landed; Success unless the room was aborted."""
     require(s.sender[r] == Sender.SENDING)
     rdma.land(s, r)

@@ -35,8 +35,9 @@ Expected: safe at every size the explorer can cover; ``ownership prove``
 proves it for executions of any length.
 """
 
+
 import sglang_pd_abort_inflight_buggy as base
-from sglang_pd_abort_inflight_buggy import HTTP, KV, DecodeQ, Req, decode_pool, rdma
+from sglang_pd_abort_inflight_buggy import HTTP, KV, DecodeQ, Req, ReqId, decode_pool, rdma
 
 from ownership import Source, require, safe
 from ownership.vocab.inflight import DeferredFrees
@@ -63,7 +64,7 @@ spec.var("abort_acked", bool, per=Req, init=False, doc="decode holds ABORT_ACK f
 
 
 @spec.replace
-def decode_pop_transferred(s, r: Req):
+def decode_pop_transferred(s, r: ReqId):
     """pop_transferred: a decode-aborted request is held (_defer_release), not released."""
     require(s.d_queue[r] == DecodeQ.TRANSFER and s.kv[r] in (KV.SUCCESS, KV.FAILED))
     if s.kv[r] == KV.FAILED:
@@ -75,7 +76,7 @@ def decode_pop_transferred(s, r: Req):
 
 
 @spec.action
-def prefill_ack_abort(s, r: Req):
+def prefill_ack_abort(s, r: ReqId):
     """FIX: prefill sends ABORT_ACK once nothing is outstanding for the aborted room."""
     require(s.abort_sent[r] and not s.abort_acked[r])
     require(rdma.drained(s, r))  # no chunk of the room between dequeue and completion
@@ -83,14 +84,14 @@ def prefill_ack_abort(s, r: Req):
 
 
 @spec.action
-def resolve_deferred_releases(s, r: Req):
+def resolve_deferred_releases(s, r: ReqId):
     """FIX: release a held request once every prefill rank acked (is_abort_release_safe)."""
     require(deferred.holding(s, r) and s.abort_acked[r])
     deferred.release(s, r)
 
 
 @spec.action
-def deferred_release_timeout(s, r: Req):
+def deferred_release_timeout(s, r: ReqId):
     """FIX: deferred_kv_release_timeout expired without the ack: release anyway (with a warning)."""
     require(deferred.holding(s, r) and not s.abort_acked[r])
     if s.params.deadline_covers_transfer:

@@ -18,7 +18,9 @@ safe, including ``no_read_of_unwritten`` since every page a request reads is
 one it wrote.
 """
 
-from ownership import Enum, Ownership, Source, Spec, ceil_div, require, safe
+from typing import Annotated
+
+from ownership import Element, Enum, Ownership, Source, Spec, ceil_div, require, safe
 
 spec = Spec(
     "sglang_single_node",
@@ -43,7 +45,9 @@ spec.param("short_prompt_tokens", 2, "length of an ordinary prompt", min=1)
 spec.param("prompt_tokens", 6, "length of a long prompt", min=1)
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEF")
+ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
 PromptLen = spec.values("PromptLen", lambda p: [p.short_prompt_tokens, p.prompt_tokens])
+PromptLenId = Annotated[int, PromptLen]  # the type of an action argument drawn from PromptLen
 
 own = Ownership(spec, requests=Req)
 pool = own.pool("kv", lambda p: ceil_div(p.pool_tokens, p.page_size), prefix="K")
@@ -60,7 +64,7 @@ spec.var("http", HTTP, per=Req, init=HTTP.NONE, doc="what the client got")
 
 
 @spec.action
-def arrive(s, r: Req, prompt_len: PromptLen):
+def arrive(s, r: ReqId, prompt_len: PromptLenId):
     """tokenizer -> scheduler: validate_input_length, placeholder on rejection."""
     require(s.queue[r] == Queue.IDLE)
     if prompt_len >= min(s.params.context_len - 1, s.params.pool_tokens - 1):
@@ -72,7 +76,7 @@ def arrive(s, r: Req, prompt_len: PromptLen):
 
 
 @spec.action
-def prefill(s, r: Req):
+def prefill(s, r: ReqId):
     """get_new_batch_prefill + forward: allocate the input's pages and write its KV."""
     require(s.queue[r] == Queue.WAITING)
     pages = pool.alloc(s, r, ceil_div(s.input_len[r], s.params.page_size))
@@ -81,7 +85,7 @@ def prefill(s, r: Req):
 
 
 @spec.action
-def process_batch_result_prefill(s, r: Req):
+def process_batch_result_prefill(s, r: ReqId):
     """check_finished() promotes to_finish: the placeholder is retired with its 400."""
     require(s.queue[r] == Queue.PREFILLED)
     if s.to_finish[r]:
@@ -94,7 +98,7 @@ def process_batch_result_prefill(s, r: Req):
 
 
 @spec.action
-def decode(s, r: Req):
+def decode(s, r: ReqId):
     """Decode forward: attention over the request's own pages; tokens stream with 200."""
     require(s.queue[r] == Queue.RUNNING)
     pool.read(s, r, pool.pages_of(s, r))
@@ -103,7 +107,7 @@ def decode(s, r: Req):
 
 
 @spec.action
-def finish(s, r: Req):
+def finish(s, r: ReqId):
     """release_kv_cache on finish: pages go back to the free list."""
     require(s.queue[r] == Queue.FINISHED)
     s.finished_reason[r] = Finish.LENGTH

@@ -44,7 +44,9 @@ it was (upstream, ``alloc_or_reclaim`` may already have evicted some leaves).
 Eviction picks any unreferenced leaf (the LRU order is not modelled).
 """
 
-from ownership import Enum, Optional, Ownership, Source, Spec, require, violates
+from typing import Annotated
+
+from ownership import Element, Enum, Optional, Ownership, Source, Spec, require, violates
 from ownership.vocab.prefix import PrefixIndex
 
 spec = Spec(
@@ -67,10 +69,12 @@ spec.param("requests", 2, "concurrent requests modelled", min=1, max=3)
 spec.param("blocks", 4, "KV blocks (max_batch_total_tokens / block_size)", min=1, max=6)
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABC")
+ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
 own = Ownership(spec, requests=Req)
 pool = own.pool("kv", "blocks", prefix="K")
 # Every prompt is the same full block x (plus its partial last block): the prefix all requests share.
 trie = PrefixIndex(pool, "trie", {"x": None})
+TrieNodeId = Annotated[int, trie.Node]  # the type of an action argument drawn from trie.Node
 
 Phase = Enum("Phase", "IDLE QUEUED BATCHED RUNNING DONE")
 spec.var("phase", Phase, per=Req, init=Phase.IDLE, doc="where the entry is")
@@ -79,7 +83,7 @@ spec.var("prefix_node", Optional(trie.Node), per=Req, init=None,
          doc="RadixAllocation.prefix_node: the trie node found for the prompt (none: root)")
 
 
-def allocate(s, r: Req, prompt) -> None:
+def allocate(s, r: ReqId, prompt) -> None:
     """RadixAllocator::allocate: find the cached prefix, incref it, allocate the suffix blocks."""
     node = trie.match(s, r, prompt)  # RadixTrie::find(prefill_tokens)
     trie.add_ref(s, node, 1)  # incref(prefix_node): the prefix found is not evicted
@@ -87,7 +91,7 @@ def allocate(s, r: Req, prompt) -> None:
     s.prefix_node[r] = node
 
 
-def free_allocation(s, r: Req, prompt) -> None:
+def free_allocation(s, r: ReqId, prompt) -> None:
     """RadixAllocator::free (BlockAllocation::drop): decref, insert the prompt blocks, free the rest."""
     trie.add_ref(s, s.prefix_node[r], -1)
     trie.insert(s, r, prompt)  # "add them to the cache": written or not
@@ -101,7 +105,7 @@ def batch_running(s) -> bool:
 
 
 @spec.action
-def arrive(s, r: Req, prompt: trie.Node):
+def arrive(s, r: ReqId, prompt: TrieNodeId):
     """Queue::append: the request joins the queue."""
     require(s.phase[r] == Phase.IDLE)
     s.prompt[r] = prompt
@@ -109,7 +113,7 @@ def arrive(s, r: Req, prompt: trie.Node):
 
 
 @spec.action
-def next_batch(s, r: Req, prompt: trie.Node):
+def next_batch(s, r: ReqId, prompt: TrieNodeId):
     """State::next_batch: allocate the entry's blocks and send the batch to the shards."""
     require(s.phase[r] == Phase.QUEUED and s.prompt[r] == prompt)
     allocate(s, r, prompt)
@@ -117,7 +121,7 @@ def next_batch(s, r: Req, prompt: trie.Node):
 
 
 @spec.action
-def next_batch_below_min_size(s, r: Req, prompt: trie.Node):
+def next_batch_below_min_size(s, r: ReqId, prompt: TrieNodeId):
     """State::next_batch with min_size: allocated, batch too small, entry pushed back, allocation dropped."""
     require(s.phase[r] == Phase.QUEUED and s.prompt[r] == prompt)
     require(batch_running(s))  # min_size = Some(floor(batch_size * waiting_served_ratio))
@@ -127,7 +131,7 @@ def next_batch_below_min_size(s, r: Req, prompt: trie.Node):
 
 
 @spec.action
-def prefill(s, r: Req):
+def prefill(s, r: ReqId):
     """Shard prefill: write the KV of the blocks past prefix_len, attend over all blocks."""
     require(s.phase[r] == Phase.BATCHED)
     trie.write(s, r)
@@ -136,7 +140,7 @@ def prefill(s, r: Req):
 
 
 @spec.action
-def finish(s, r: Req, prompt: trie.Node):
+def finish(s, r: ReqId, prompt: TrieNodeId):
     """The request finishes: its BlockAllocation is dropped (RadixAllocator::free)."""
     require(s.phase[r] == Phase.RUNNING and s.prompt[r] == prompt)
     free_allocation(s, r, prompt)

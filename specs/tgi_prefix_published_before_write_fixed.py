@@ -18,8 +18,9 @@ Expected: safe; every block in the trie was written by the prefill of the
 allocation that published it.
 """
 
+
 import tgi_prefix_published_before_write_buggy as base
-from tgi_prefix_published_before_write_buggy import Req, trie
+from tgi_prefix_published_before_write_buggy import ReqId, TrieNodeId
 
 from ownership import Source, require, safe
 
@@ -37,7 +38,7 @@ spec = base.spec.derive(
 
 
 @spec.replace
-def next_batch_below_min_size(s, r: Req, prompt: trie.Node):
+def next_batch_below_min_size(s, r: ReqId, prompt: TrieNodeId):
     """FIX: batching_task passes min_size = None, so next_batch never pushes back an allocated batch."""
     require(False)
 

@@ -40,7 +40,9 @@ the output of a step is processed only after the device wrote the KV of the
 requests whose latest step it is.
 """
 
-from ownership import Enum, Ownership, Source, Spec, require, violates
+from typing import Annotated
+
+from ownership import Element, Enum, Ownership, Source, Spec, require, violates
 from ownership.vocab.inflight import InflightSteps, InflightWrites
 
 spec = Spec(
@@ -64,6 +66,7 @@ spec.param("blocks", 2, "KV blocks in the pool", min=1)
 spec.param("max_concurrent_batches", 2, "steps in flight at once (2 with async scheduling, 1 without)", min=1, max=3)
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABCD")
+ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
 own = Ownership(spec, requests=Req)
 pool = own.pool("kv", "blocks", prefix="K")
 gpu = InflightWrites(pool, "gpu", doc="a dispatched step will write the request's new token KV into the block")
@@ -79,7 +82,7 @@ def scheduler_between_steps(s) -> bool:
 
 
 @spec.action
-def start_remote_kv_load(s, r: Req):
+def start_remote_kv_load(s, r: ReqId):
     """schedule(): allocate_slots for a new request whose KV the prefill node sends; the load starts."""
     require(s.status[r] == Status.NEW and scheduler_between_steps(s))
     pool.alloc(s, r, 1)
@@ -87,7 +90,7 @@ def start_remote_kv_load(s, r: Req):
 
 
 @spec.action
-def finished_recving(s, r: Req):
+def finished_recving(s, r: ReqId):
     """The connector's NIC write of r's KV has landed and finished_recving is reported."""
     require(s.status[r] == Status.WAITING_FOR_REMOTE_KVS and scheduler_between_steps(s))
     pool.write(s, r, pool.pages_of(s, r))
@@ -110,7 +113,7 @@ def schedule(s):
 
 
 @spec.action
-def gpu_step(s, r: Req):
+def gpu_step(s, r: ReqId):
     """The device runs r's part of a dispatched step: attention reads r's blocks, the new KV is written."""
     require(not gpu.drained(s, r))
     if s.status[r] == Status.RUNNING:  # a finished request's step still runs; its output is dropped
@@ -128,7 +131,7 @@ def update_from_output(s):
 
 
 @spec.action
-def finish_or_preempt(s, r: Req):
+def finish_or_preempt(s, r: ReqId):
     """A stop token, a client abort (finish_requests) or a preemption: kv_cache_manager.free at once."""
     require(s.status[r] == Status.RUNNING and scheduler_between_steps(s))
     s.status[r] = Status.FINISHED

@@ -28,8 +28,9 @@ reviewer would argue: a pending write targets a block its request still
 holds, and a held request's fence is no earlier than its latest step).
 """
 
+
 import vllm_async_sched_inflight_step_buggy as base
-from vllm_async_sched_inflight_step_buggy import Req, Status, gpu, pool, scheduler_between_steps, steps
+from vllm_async_sched_inflight_step_buggy import Req, ReqId, Status, gpu, pool, scheduler_between_steps, steps
 
 from ownership import Source, require, safe
 from ownership.vocab.inflight import DeferredFrees, holds
@@ -60,7 +61,7 @@ def free_request_blocks(s, r) -> None:
 
 
 @spec.replace
-def finish_or_preempt(s, r: Req):
+def finish_or_preempt(s, r: ReqId):
     """A stop token, a client abort or a preemption: _free_request_blocks (deferred if in flight)."""
     require(s.status[r] == Status.RUNNING and scheduler_between_steps(s))
     s.status[r] = Status.FINISHED

@@ -51,6 +51,8 @@ Expected: safe.  The queue holds exactly the unreferenced blocks, in an
 order the engine defines, and no reference count goes negative.
 """
 
+from typing import Annotated
+
 from ownership import Optional, Source, Spec, require, safe
 
 spec = Spec(
@@ -81,8 +83,11 @@ Block = spec.domain(
     names=lambda i: f"B{i + 1}",
     doc="usable KV cache blocks (KVCacheBlock), block_id = index + 1",
 )
+BlockId = Annotated[int, Block]  # the type of an action argument drawn from Block
 Hash = spec.domain("Hash", "hashes", names=lambda i: f"h{i}", doc="block hash values (BlockHashWithGroupId)")
+HashId = Annotated[int, Hash]  # the type of an action argument drawn from Hash
 NumBlocks = spec.values("NumBlocks", lambda p: [1, 2])
+NumBlocksId = Annotated[int, NumBlocks]  # the type of an action argument drawn from NumBlocks
 
 spec.var("ref_cnt", int, per=Block, init=0, doc="KVCacheBlock.ref_cnt")
 spec.var(
@@ -159,7 +164,7 @@ def _maybe_evict_cached_block(s, block: int) -> None:
 
 
 @spec.action
-def get_new_blocks(s, num_blocks: NumBlocks):
+def get_new_blocks(s, num_blocks: NumBlocksId):
     """BlockPool.get_new_blocks: pop blocks off the queue head, evicting their cache entries."""
     require(num_blocks <= get_num_free_blocks(s))  # else: ValueError("Cannot get ... free blocks")
     ret = popleft_n(s, num_blocks)
@@ -170,7 +175,7 @@ def get_new_blocks(s, num_blocks: NumBlocks):
 
 
 @spec.action
-def free_blocks(s, block: Block):
+def free_blocks(s, block: BlockId):
     """BlockPool.free_blocks([block]): drop a reference; at 0 the block rejoins the queue."""
     require(s.ref_cnt[block] > 0)  # contract: the caller holds the block
     s.ref_cnt[block] -= 1
@@ -182,7 +187,7 @@ def free_blocks(s, block: Block):
 
 
 @spec.action
-def touch_cached_block(s, block_hash: Hash):
+def touch_cached_block(s, block_hash: HashId):
     """get_cached_block(hash) then touch([block]): a prefix-cache hit takes a reference."""
     cached = [b for b in s.all(Block) if s.block_hash[b] == block_hash]
     require(all(s.ref_cnt[b] < s.params.max_refs for b in cached))  # bound of the model, not of the engine
@@ -193,7 +198,7 @@ def touch_cached_block(s, block_hash: Hash):
 
 
 @spec.action
-def cache_full_blocks(s, block: Block, block_hash: Hash):
+def cache_full_blocks(s, block: BlockId, block_hash: HashId):
     """BlockPool.cache_full_blocks: a held, now full block is entered in the prefix cache."""
     require(s.ref_cnt[block] > 0)  # contract: a block of the request being cached
     require(s.block_hash[block] == None)  # noqa: E711 - a full block is cached once (else an assert)
@@ -201,7 +206,7 @@ def cache_full_blocks(s, block: Block, block_hash: Hash):
 
 
 @spec.action
-def evict_blocks(s, block: Block):
+def evict_blocks(s, block: BlockId):
     """BlockPool.evict_blocks({block_id}): drop the prefix-cache entry; references and queue stay."""
     _maybe_evict_cached_block(s, block)
 

@@ -39,7 +39,9 @@ the count dropping to -1 (``refcount_nonnegative``); the premature return to
 the free list that precedes it is ``no_free_while_referenced``.
 """
 
-from ownership import Enum, Source, Spec, require, violates
+from typing import Annotated
+
+from ownership import Element, Enum, Source, Spec, require, violates
 from ownership.vocab.refcount import BlockTables
 
 spec = Spec(
@@ -64,13 +66,14 @@ spec.param("prompt_blocks", 3, "prompt length in blocks (block size 1: tokens)",
 spec.param("max_blocks", 4, "longest sequence in blocks (prompt plus decode steps)", min=1, max=6)
 
 Seq = spec.domain("Seq", "seqs", symmetric=True, names="ABC")
+SeqId = Annotated[Element, Seq]  # the type of an action argument drawn from Seq
 blocks = BlockTables(spec, Seq, "num_gpu_blocks", "max_blocks", window="window", name="gpu", prefix="B")
 Phase = Enum("SeqStatus", "IDLE RUNNING FINISHED")
 spec.var("status", Phase, per=Seq, init=Phase.IDLE, doc="sequence status")
 
 
 @spec.action
-def allocate(s, r: Seq):
+def allocate(s, r: SeqId):
     """BlockSpaceManager.allocate: the prompt's blocks; beyond the window, block_table[i % W] again."""
     require(s.status[r] == Phase.IDLE)
     w = s.params.window
@@ -84,7 +87,7 @@ def allocate(s, r: Seq):
 
 
 @spec.action
-def fork(s, parent: Seq, child: Seq):
+def fork(s, parent: SeqId, child: SeqId):
     """BlockSpaceManager.fork: copy the table; ref_count += 1 for every entry (BUG: per entry)."""
     require(parent != child and s.status[parent] == Phase.RUNNING and s.status[child] == Phase.IDLE)
     n = blocks.copy_table(s, parent, child)
@@ -93,7 +96,7 @@ def fork(s, parent: Seq, child: Seq):
 
 
 @spec.action
-def append_slot(s, r: Seq):
+def append_slot(s, r: SeqId):
     """BlockSpaceManager.append_slot: a block for the new token; copy-on-write if the last one is shared."""
     require(s.status[r] == Phase.RUNNING)
     n = blocks.length(s, r)
@@ -113,7 +116,7 @@ def append_slot(s, r: Seq):
 
 
 @spec.action
-def free(s, r: Seq):
+def free(s, r: SeqId):
     """BlockSpaceManager.free: _free_block_table over set(block_table) (BUG: the whole table)."""
     require(s.status[r] == Phase.RUNNING)
     n = blocks.length(s, r)

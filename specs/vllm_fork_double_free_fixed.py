@@ -16,8 +16,9 @@ Expected: safe at the default size (the configuration of the PR's
 regression test: window 2, a prompt of 3 blocks, one decode step each).
 """
 
+
 import vllm_fork_double_free_buggy as base
-from vllm_fork_double_free_buggy import Phase, Seq, blocks
+from vllm_fork_double_free_buggy import Phase, Seq, SeqId, blocks
 
 from ownership import Source, require, safe
 
@@ -35,7 +36,7 @@ spec = base.spec.derive(
 
 
 @spec.replace
-def fork(s, parent: Seq, child: Seq):
+def fork(s, parent: SeqId, child: SeqId):
     """BlockSpaceManager.fork: copy the table; ref_count += 1 once per distinct block (FIX: set())."""
     require(parent != child and s.status[parent] == Phase.RUNNING and s.status[child] == Phase.IDLE)
     n = blocks.copy_table(s, parent, child)
@@ -44,7 +45,7 @@ def fork(s, parent: Seq, child: Seq):
 
 
 @spec.replace
-def free(s, r: Seq):
+def free(s, r: SeqId):
     """BlockSpaceManager.free: _free_block_table over set(block_table[-W:]) (FIX: the live window)."""
     require(s.status[r] == Phase.RUNNING)
     n = blocks.length(s, r)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import inspect
 import sys
@@ -11,7 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, location_in
-from ownership.spec.model import Domain, Spec, Values
+from ownership.spec.model import Spec, argument_domain
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -31,18 +33,37 @@ def load_spec(path: str | Path) -> Spec:
         compile(source, str(p), "exec")
     except SyntaxError as exc:
         raise OwnershipError(Code.SPEC_SYNTAX, f"syntax error: {exc.msg}", str(p), exc.lineno) from None
-    module_name = f"ownership_spec_{p.stem}_{abs(hash(str(p.resolve()))):x}"
+    module = _exec_spec_module(p, source)
+    found = [v for v in vars(module).values() if isinstance(v, Spec)]
+    if not found:
+        raise OwnershipError(Code.SPEC_NO_SPEC, "defines no Spec (expected `spec = Spec(...)`)", str(p), 1)
+    spec = getattr(module, "spec", None)
+    if not isinstance(spec, Spec):
+        spec = found[0]
+    spec.file = str(p)
+    spec.validate()
+    spec.warnings = unregistered_actions(module, spec, source, str(p))
+    return spec
+
+
+def _module_name(p: Path) -> str:
+    """One module name per spec file, however it is reached (loaded, or imported by a derived spec)."""
+    return f"ownership_spec_{p.stem}_{abs(hash(str(p.resolve()))):x}"
+
+
+def _exec_spec_module(p: Path, source: str) -> ModuleType:
+    """Execute the spec file ``p`` as a fresh module, with its folder's sibling specs importable."""
+    module_name = _module_name(p)
     spec_obj = importlib.util.spec_from_file_location(module_name, p)
     if spec_obj is None or spec_obj.loader is None:  # pragma: no cover - only for odd paths
         raise OwnershipError(Code.SPEC_IMPORT, "cannot import", str(p))
     module = importlib.util.module_from_spec(spec_obj)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
-    # A fixed spec imports the shipped one it patches (``import sglang_disagg_v0_5_21``),
-    # so the spec's own folder is importable while it loads.
-    folder = str(p.resolve().parent)
-    added = folder not in sys.path
-    if added:
-        sys.path.insert(0, folder)
+    # A fixed spec imports the shipped one it patches (``import sglang_disagg_v0_5_21``).
+    # The finder resolves that import to the module this process already loaded
+    # from that file, so the base spec runs once and there is one Spec object for it.
+    finder = _SiblingSpecs(p.resolve().parent)
+    sys.meta_path.insert(0, finder)
     try:
         spec_obj.loader.exec_module(module)
     except OwnershipError as exc:
@@ -61,18 +82,37 @@ def load_spec(path: str | Path) -> Spec:
             str(p), location_in(p, exc),
         ) from None
     finally:
-        if added:
-            sys.path.remove(folder)
-    found = [v for v in vars(module).values() if isinstance(v, Spec)]
-    if not found:
-        raise OwnershipError(Code.SPEC_NO_SPEC, "defines no Spec (expected `spec = Spec(...)`)", str(p), 1)
-    spec = getattr(module, "spec", None)
-    if not isinstance(spec, Spec):
-        spec = found[0]
-    spec.file = str(p)
-    spec.validate()
-    spec.warnings = unregistered_actions(module, spec, source, str(p))
-    return spec
+        sys.meta_path.remove(finder)
+    return module
+
+
+class _SiblingSpecs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import base`` inside a spec: the spec file ``base.py`` of the same folder, executed at most once.
+
+    Installed only while a spec executes.  A sibling already loaded in this
+    process (by :func:`load_spec` or an earlier import) is reused as it is.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if "." in name or path is not None:
+            return None
+        file = self.folder / f"{name}.py"
+        if not file.is_file():
+            return None
+        return importlib.util.spec_from_loader(name, self, origin=str(file))
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        file = Path(str(spec.origin))
+        loaded = sys.modules.get(_module_name(file))
+        if loaded is not None:
+            return loaded
+        return _exec_spec_module(file, _source_text(file))
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to do: :meth:`create_module` returned an executed module."""
 
 
 def _source_text(p: Path) -> str:
@@ -111,15 +151,7 @@ def _referenced_names(source: str) -> set[str]:
 
 
 def _is_domain(annotation: Any, spec: Spec, namespace: dict[str, Any]) -> bool:
-    if isinstance(annotation, str):
-        # `from __future__ import annotations`: a domain's declared name, or an expression (`trie.Node`).
-        if annotation in spec.domains or annotation in spec.value_sets:
-            return True
-        try:
-            annotation = eval(annotation, namespace)  # noqa: S307 - the spec's own annotation, as @spec.action does
-        except Exception:  # noqa: BLE001
-            return False
-    return isinstance(annotation, (Domain, Values))
+    return argument_domain(annotation, spec, namespace) is not None
 
 
 def _looks_like_action(fn: Any, spec: Spec) -> bool:

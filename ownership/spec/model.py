@@ -94,6 +94,11 @@ class Params:
         """The values as a plain dict."""
         return dict(self.__dict__)
 
+    def __getattr__(self, name: str) -> int:
+        # Only reached for a name that is not a parameter; declared so a type
+        # checker knows that `s.params.NAME` is an int.
+        raise AttributeError(f"no parameter {name!r}")
+
 
 SizeSpec = int | str | Callable[[Params], int]
 
@@ -505,21 +510,12 @@ class Spec:
         names: list[str] = []
         doms: list[Domain | Values] = []
         for p in params[1:]:
-            annotation = p.annotation
-            if isinstance(annotation, str):
-                # `from __future__ import annotations`: resolve by the domain's declared name
-                found = self.domains.get(annotation) or self.value_sets.get(annotation)
-                if found is None:
-                    try:
-                        found = eval(annotation, fn.__globals__)  # noqa: S307 - the spec's own annotation
-                    except Exception:  # noqa: BLE001
-                        found = None
-                annotation = found if found is not None else annotation
-            if not isinstance(annotation, (Domain, Values)):
+            annotation = argument_domain(p.annotation, self, fn.__globals__)
+            if annotation is None:
                 raise OwnershipError(
                     Code.SPEC_INVALID,
                     f"spec {self.name}: action {fn.__name__}: argument {p.name} must be annotated with a domain "
-                    f"(e.g. `{p.name}: Req`)",
+                    f"(e.g. `{p.name}: Req` or `{p.name}: Annotated[Element, Req]`)",
                     *where,
                 )
             names.append(p.name)
@@ -610,6 +606,30 @@ class Spec:
     def default_params(self) -> dict[str, int]:
         """Every parameter at its default value."""
         return {n: p.default for n, p in self.params.items()}
+
+
+def argument_domain(annotation: Any, spec: Spec, namespace: Mapping[str, Any]) -> Domain | Values | None:
+    """The domain or value set an action argument is annotated with, or ``None``.
+
+    Accepts the domain itself (``r: Req``), its declared name or an expression
+    as a string (``from __future__ import annotations``; ``trie.Node``), and
+    ``Annotated[Element, Req]``, the form a type checker accepts, since ``Req``
+    is a value, not a type.
+    """
+    if isinstance(annotation, str):
+        found = spec.domains.get(annotation) or spec.value_sets.get(annotation)
+        if found is not None:
+            return found
+        try:
+            annotation = eval(annotation, dict(namespace))  # noqa: S307 - the spec's own annotation
+        except Exception:  # noqa: BLE001
+            return None
+    if isinstance(annotation, (Domain, Values)):
+        return annotation
+    for meta in getattr(annotation, "__metadata__", ()):  # typing.Annotated
+        if isinstance(meta, (Domain, Values)):
+            return meta
+    return None
 
 
 def _dispatcher(fn: Callable[..., Any]) -> Callable[..., Any]:
