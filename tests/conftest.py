@@ -35,3 +35,29 @@ def trace() -> Trace:
     result = explore(instance("sglang_disagg_v0_5_21"))
     assert result.trace is not None
     return result.trace
+
+
+# -- the fast / slow / quality split --------------------------------------------
+# A plain `pytest` runs the fast tests (a couple of minutes on two cores).
+# `slow` marks engine runs of tens of seconds (whole-library checks, Z3 on the
+# incident model); `quality` marks tests that measure how strong the checker is
+# (mutation scores of the library's invariants) rather than whether it is right.
+# `.ci/run` runs everything: `pytest --all` (or any `-m` expression).
+
+_HEAVY = ("slow", "quality")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all", action="store_true", default=False,
+                     help="also run the tests marked slow and quality (a plain run deselects them)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # An explicit choice wins: --all, a -m expression, or a test named by its id.
+    if config.getoption("--all") or config.getoption("-m") or any("::" in a for a in config.args):
+        return
+    heavy = [item for item in items if any(item.get_closest_marker(m) for m in _HEAVY)]
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        dropped = {id(item) for item in heavy}
+        items[:] = [item for item in items if id(item) not in dropped]

@@ -118,7 +118,7 @@ def test_report_is_self_contained_and_complete(v21_report: tuple[str, str]) -> N
     assert "decode_forward(B)" in text and "(initial state)" in text
     # Spec source of the actions taken, with their real line numbers.
     n = _line_of(V21, "def decode_pop_preallocated")
-    assert re.search(rf'<td class="ln">{n}</td><td>def decode_pop_preallocated\(s, r: Req\):', doc)
+    assert re.search(rf'<td class="ln">{n}</td><td>def decode_pop_preallocated\(s, r: ReqId\):', doc)
     # Reproduce command and the diagnosis.
     assert "ownership check specs/sglang_disagg_v0_5_21.py" in text
     assert "every path to no_foreign_read passes through: decode_pop_preallocated(r)" in text
