@@ -474,6 +474,7 @@ def test_test_reports_every_spec_when_one_fails_to_load(tmp_path: Path) -> None:
 # -- committed counterexamples -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_check_with_other_flags_never_overwrites_the_committed_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Work on a copy of the repository's layout so the real committed files are never at risk.
     shutil.copytree(COMMITTED, tmp_path / "counterexamples" / "sglang_disagg_v0_5_21")

@@ -31,6 +31,7 @@ SMALL = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "params"), SMALL, ids=[f"{n}{'-' if p else ''}{'-'.join(f'{k}={v}' for k, v in p.items())}" for n, p in SMALL])
 def test_bmc_agrees_with_explore(name: str, params: dict[str, int]) -> None:
     e = explore(instance(name, **params))
@@ -282,6 +283,7 @@ def test_a_spacer_invariant_that_does_not_hold_up_is_rejected() -> None:
     assert verdict(z3.And(*un.init(inst))) == "a step leaves it"
 
 
+@pytest.mark.slow
 def test_prove_on_a_buggy_spec_never_says_proved_even_if_spacer_answers_wrongly(monkeypatch: pytest.MonkeyPatch) -> None:
     # With xform.bit_blast, this Z3 answers "safe" for this buggy spec, with an invariant that
     # does not contain the initial state: the independent check must refuse the proof.
@@ -305,6 +307,7 @@ def test_prove_on_a_buggy_spec_never_says_proved_even_if_spacer_answers_wrongly(
 # -- the explicit reachable set as the inductive invariant -------------------------------------
 
 
+@pytest.mark.slow
 def test_prove_checks_the_reachable_set_as_the_inductive_invariant() -> None:
     r = prove(instance("sglang_disagg_v0_5_22"), BmcOptions(spacer=False))
     assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.INVARIANT_FOUND, r.notes
@@ -331,6 +334,7 @@ def test_a_reachable_set_missing_states_is_not_taken_as_a_proof(monkeypatch: pyt
     assert any("is not a proof: a step of the symbolic transition relation leaves it" in n for n in r.notes), r.notes
 
 
+@pytest.mark.slow
 def test_a_reachable_violation_gives_the_shortest_trace() -> None:
     e = explore(instance("sglang_disagg_v0_5_21"))
     r = prove(instance("sglang_disagg_v0_5_21"), BmcOptions(spacer=False))
@@ -339,6 +343,7 @@ def test_a_reachable_violation_gives_the_shortest_trace() -> None:
     assert any("violates no_foreign_read" in n for n in r.notes), r.notes
 
 
+@pytest.mark.slow
 def test_the_reachable_set_is_skipped_above_its_limit() -> None:
     r = prove(instance("sglang_disagg_v0_5_22"), BmcOptions(spacer=False, reach_states=1_000))
     assert r.verdict is Verdict.UNKNOWN

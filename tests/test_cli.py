@@ -188,6 +188,7 @@ def test_list_shows_specs_with_sources_and_expectations() -> None:
     assert "sglang PR #38704" in res.output and "expect:     safe" in res.output
 
 
+@pytest.mark.slow
 def test_test_command_passes_on_the_library_and_fails_on_a_wrong_expectation(tmp_path: Path) -> None:
     res = invoke("test", str(SPECS))
     assert res.exit_code == 0, res.output
@@ -211,6 +212,7 @@ def test_help_is_fast_path_without_solvers() -> None:
     assert out.strip() == "False False"
 
 
+@pytest.mark.slow
 def test_other_engines_never_overwrite_the_explorers_trace_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The explorer's traces are committed next to the specs; bmc and prove write beside them.
     spec = str(CORPUS / "toy_double_free.py")

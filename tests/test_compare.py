@@ -68,6 +68,7 @@ def test_a_bounded_pass_below_a_violation_length_is_a_disagreement() -> None:
     assert relate(explored, shallow)[0] == NOT_COMPARABLE
 
 
+@pytest.mark.slow
 def test_every_engine_says_its_kind_of_coverage() -> None:
     assert _result("hypothesis", Verdict.BOUNDED_OK).coverage_kind is CoverageKind.SAMPLED
     assert explore(instance("toy_safe_counter")).coverage_kind is CoverageKind.EXHAUSTIVE
@@ -142,6 +143,7 @@ def test_an_exhaustive_pass_says_exhaustive(tmp_path: Path) -> None:
     assert json.loads(j.read_text())["specs"][0]["coverage_kind"] == "exhaustive"
 
 
+@pytest.mark.slow
 def test_pytest_plugin_records_the_coverage_kind(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     folder = pytester.path / "specs"
@@ -184,6 +186,7 @@ def _run_reproduction(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_reproduction_of_a_real_failing_run_raises_at_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     # walks=0: the reproduction Hypothesis itself printed for its shrunk run.

@@ -56,8 +56,16 @@ SLOW_FOR_RANDOM = {p.stem for p in SPECS.glob("*.py")}
 NOT_SYMBOLIC = {"sglang_paged_allocator": "cannot run symbolically"}
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
-@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def _cases() -> list[object]:
+    """(engine, spec) pairs; the solver and random engines on the library specs take seconds each: slow."""
+    return [
+        pytest.param(engine, path, id=f"{path.stem}-{engine}",
+                     marks=[pytest.mark.slow] if engine != "explore" and path.parent == SPECS else [])
+        for engine in sorted(ENGINES) for path in CASES
+    ]
+
+
+@pytest.mark.parametrize(("engine", "path"), _cases())
 def test_engine_matches_expected_verdict(engine: str, path: Path) -> None:
     spec = load_spec(path)
     assert spec.expect is not None, f"{path.name} must declare expect="

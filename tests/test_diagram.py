@@ -43,6 +43,7 @@ def test_an_empty_set_has_no_diagram() -> None:
         build_diagram([])
 
 
+@pytest.mark.slow
 def test_reachable_states_of_the_fixed_disaggregation_spec() -> None:
     inst = Instance(load_spec(SPECS / "sglang_disagg_v0_5_22.py"))
     reach = reachable_states(inst, 100_000)

@@ -49,6 +49,7 @@ def test_v0_5_21_counterexample_is_shortest_and_shows_the_leak() -> None:
     assert trace.states[-1]["p_input_len"][last.args[0]] == 1
 
 
+@pytest.mark.slow
 def test_symmetry_never_changes_verdicts_or_shortest_length() -> None:
     for name in ("sglang_disagg_v0_5_21", "sglang_disagg_v0_5_22", "sglang_single_node"):
         on = explore(instance(name), ExploreOptions(symmetry=True))
@@ -57,6 +58,7 @@ def test_symmetry_never_changes_verdicts_or_shortest_length() -> None:
         assert (len(on.trace) if on.trace else None) == (len(off.trace) if off.trace else None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["sglang_single_node", "sglang_disagg_v0_5_22"])
 def test_symmetry_keys_are_exact_orbits(name: str) -> None:
     """Reduced count == number of orbits among all states of the unreduced search."""

@@ -192,6 +192,7 @@ def test_bmc_exhausts_the_fixed_sglang_spec_at_one_request() -> None:
     assert b.stats.depth == e.stats.depth == 7
 
 
+@pytest.mark.slow
 def test_the_vllm_fix_is_proved_by_one_induction_with_its_helpers() -> None:
     result = prove(instance(VLLM_FIXED), BmcOptions(max_k=1, spacer=False))
     assert result.verdict is Verdict.PROVED

@@ -160,6 +160,7 @@ def test_radix_fix_locks_the_matched_node_and_the_request_waits() -> None:
     (TGI_BUGGY, "prefix_hit_written", 6),
     (RADIX_BUGGY, "no_evict_in_use", 5),
 ])
+@pytest.mark.slow
 def test_bmc_finds_the_same_shortest_violation(name: str, violated: str, depth: int) -> None:
     result = bmc(instance(name), BmcOptions(max_depth=depth))
     assert result.verdict is Verdict.VIOLATED and result.violated == violated
@@ -399,6 +400,7 @@ def test_pages_accounted_when_idle_counts_cached_pages_as_returned() -> None:
     assert all(inst.violated(o.state) == "pages_accounted_when_idle" for o in outs)
 
 
+@pytest.mark.slow
 def test_the_vocabulary_runs_under_the_solver() -> None:
     spec, _, radix = tiny(pages=1, root_refs=True)
     Req = spec.domains["Req"]

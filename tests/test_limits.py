@@ -63,6 +63,7 @@ def _ownership(*args: str, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_max_seconds_holds_inside_one_wide_expansion(wide: Path, tmp_path: Path) -> None:
     started = time.monotonic()
     res = CliRunner().invoke(app, ["check", str(wide), "--max-seconds", "2", "--no-progress", "--out", str(tmp_path / "o")])
@@ -126,6 +127,7 @@ def _wait_for_progress(proc: subprocess.Popen[str], limit: float = 60.0) -> str:
     pytest.fail(f"no progress line within {limit}s: {seen!r}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", ["explore", "prove"])
 def test_signal_reports_coverage_and_exits_3(command: str, sig: signal.Signals, wide: Path, tmp_path: Path) -> None:
@@ -152,6 +154,7 @@ def test_signal_reports_coverage_and_exits_3(command: str, sig: signal.Signals, 
         assert "inconclusive: the run interrupted" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["bmc", "hypothesis"])
 def test_sigterm_in_the_other_engines(engine: str, tmp_path: Path) -> None:
     spec = SPECS / ("vllm_block_pool.py" if engine == "bmc" else "sglang_disagg_v0_5_22.py")
@@ -199,6 +202,7 @@ def test_the_picture_folds_pages_nothing_touched() -> None:
             raise
 
 
+@pytest.mark.slow
 def test_max_seconds_holds_in_the_hypothesis_engine_and_in_engine_all(tmp_path: Path) -> None:
     # Hypothesis' gc callbacks swallow an exception raised inside them: the limit must fire again.
     started = time.monotonic()

@@ -31,6 +31,7 @@ def adapters() -> Iterator[Any]:
         sys.path.remove(str(EXAMPLE))
 
 
+@pytest.mark.slow
 def test_the_correct_allocator_conforms(adapters: Any) -> None:
     r = assert_conforms(adapters.PagedAllocatorAdapter, max_examples=60, steps=20, seed=0)
     assert r.verdict is Verdict.BOUNDED_OK
@@ -57,11 +58,13 @@ def test_each_seeded_defect_is_caught_with_a_shrunk_trace(adapters: Any, defect:
     assert step in rows[-1] and "spec says" in rows[-1]
 
 
+@pytest.mark.slow
 def test_shared_prefix_defect_needs_sharing_first(adapters: Any) -> None:
     r = run_mbt(adapters.FreeIgnoresRefcount, OPTIONS)
     assert r.reproduction is not None and "share_prefix" in r.reproduction
 
 
+@pytest.mark.slow
 def test_a_probed_forbidden_call_must_be_refused(adapters: Any) -> None:
     class ProbeFinish(adapters.PagedAllocatorAdapter):  # type: ignore[name-defined,misc]
         probe_disabled = frozenset({"finish"})  # finishing a request that is not running
@@ -95,6 +98,7 @@ def test_adapter_missing_an_action_is_a_clear_error(adapters: Any) -> None:
         run_mbt(Partial, OPTIONS)
 
 
+@pytest.mark.slow
 def test_cli_mbt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(EXAMPLE)
     runner = CliRunner()

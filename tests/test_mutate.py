@@ -66,6 +66,7 @@ def test_killed_survived_equivalent() -> None:
     assert not report.ok
 
 
+@pytest.mark.slow
 def test_a_mutant_that_never_returns_times_out() -> None:
     got = outcomes(HERE / "endless.py", MutateOptions(max_seconds_per_mutant=0.5))
     assert got["bump+3 flip-compare: while n != 0: => while n == 0:"] == "timeout"
@@ -124,14 +125,14 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "OWN002" in res.output
 
 
-@pytest.mark.slow
+@pytest.mark.quality
 def test_library_fork_fix_kills_every_mutant() -> None:
     report = mutate(SPECS / "vllm_fork_double_free_fixed.py", FAST)
     assert report.ok and report.score == 1.0
     assert (len(report.results), report.count("killed"), report.count("accepted")) == (17, 16, 1)
 
 
-@pytest.mark.slow
+@pytest.mark.quality
 def test_library_single_node_catches_a_200_for_a_rejected_prompt() -> None:
     # The incident's bug class: the rejected placeholder goes on to decode and streams 200.
     got = outcomes(SPECS / "sglang_single_node.py")
@@ -150,6 +151,7 @@ def test_an_acceptance_of_a_killed_mutant_is_flagged(tmp_path: Path) -> None:
     assert r.outcome == "killed" and "remove the acceptance" in r.detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["bmc", "hypothesis"])
 def test_other_engines_classify_the_same(engine: str) -> None:
     report = mutate(HERE / "tiny.py", MutateOptions(engine=engine, max_seconds_per_mutant=20.0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
@@ -17,6 +18,7 @@ from ownership.spec.loader import load_spec
 SOLVER = Path(__file__).resolve().parent / "solver"
 
 
+@pytest.mark.slow
 def test_smallest_leaking_prompt_is_the_admission_limit() -> None:
     inst = instance("sglang_disagg_v0_5_21")
     r = explore_params(inst, ParamOptions(free=("prompt_tokens",), minimize="prompt_tokens"))
@@ -31,6 +33,7 @@ def test_smallest_leaking_prompt_is_the_admission_limit() -> None:
     assert len(r.trace) == 15
 
 
+@pytest.mark.slow
 def test_fixed_version_is_safe_for_every_prompt_length() -> None:
     r = explore_params(
         instance("sglang_disagg_v0_5_22"),
@@ -52,6 +55,7 @@ def test_boundary_in_closed_form_and_maximize() -> None:
     assert r.verdict is Verdict.PROVED
 
 
+@pytest.mark.slow
 def test_cli_free_minimize_prints_the_value_and_writes_the_trace(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [
         "check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--free", "prompt_tokens", "--minimize", "prompt_tokens",
@@ -69,6 +73,7 @@ def test_minimize_needs_free() -> None:
     assert res.exit_code == 2 and "need --free" in res.output
 
 
+@pytest.mark.slow
 def test_unsafe_region_over_pool_size_and_context_length() -> None:
     """The check the incident's operators did not enforce, as a region of deployments."""
     opts = ParamOptions(free=("prefill_pool_tokens", "context_len"),
@@ -95,6 +100,7 @@ INCIDENT = {
 }
 
 
+@pytest.mark.slow
 def test_incident_configuration_smallest_leaking_prompt_and_the_fix() -> None:
     opts = ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= context_len",), minimize="prompt_tokens")
     r = explore_params(instance("sglang_disagg_v0_5_21", **INCIDENT), opts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
@@ -32,6 +33,7 @@ def test_readme_names_the_two_commands() -> None:
     assert ".venv/bin/python -m pytest" in README
 
 
+@pytest.mark.slow
 def test_readme_adapter_runs_and_catches_a_seeded_bug(tmp_path: Path) -> None:
     import importlib.util
     import shutil

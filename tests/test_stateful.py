@@ -29,6 +29,7 @@ def test_finds_and_shrinks_the_double_free() -> None:
     assert len(r.trace) == len(explore(instance("toy_double_free")).trace or ())
 
 
+@pytest.mark.slow
 def test_a_pass_is_bounded_and_says_what_ran() -> None:
     r = check_stateful(instance("toy_safe_counter"), FAST)
     assert r.verdict is Verdict.BOUNDED_OK and r.stop_reason is StopReason.EXAMPLES_DONE
@@ -74,6 +75,7 @@ def test_rules_are_per_action_not_per_instance() -> None:
     assert len([n for n in rules if not n.startswith("invariant_")]) == len(inst.spec.actions) + 1  # + restart
 
 
+@pytest.mark.slow
 def test_runs_where_exhaustive_search_cannot() -> None:
     inst = instance("sglang_disagg_v0_5_21", requests=16, decode_pool_tokens=512, prefill_pool_tokens=256, context_len=1024)
     r = check_stateful(inst, HypothesisOptions(max_examples=3, steps=40, seed=0))
