@@ -1,7 +1,8 @@
 """Explicit interleavings, symbolic parameters: ``check --free NAME`` with the explorer.
 
-The breadth-first explorer of :mod:`ownership.engines.explore`, except that
-the free parameters are Z3 terms.  Cells hold plain values where the spec
+The breadth-first search of the explorer
+(:class:`~ownership.engines.search.BreadthFirst`), except that the free
+parameters are Z3 terms: its successor function forks on them.  Cells hold plain values where the spec
 computed them from constants, and terms where they depend on a free
 parameter (a prompt length, a reserved page count).  Wherever spec code
 needs a truth value or an integer from a term (``if``, ``require``,
