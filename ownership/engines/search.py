@@ -130,8 +130,14 @@ class Limits:
 class Frontier(Protocol):
     """The states waiting to be expanded, handed out one breadth-first level at a time."""
 
-    push: Callable[[tuple[int, Any]], None]
-    """Add ``(node, state)`` to the next level; read again after every :meth:`next_level`."""
+    @property
+    def push(self) -> Callable[[tuple[int, Any]], None]:
+        """Add ``(node, state)`` to the next level; read again after every :meth:`next_level`.
+
+        A method, or an attribute the frontier rebinds per level (the
+        default's is the next level's ``list.append``: no Python call per state).
+        """
+        ...
 
     def next_level(self) -> Sequence[tuple[int, Any]]:
         """The next level's ``(node, state)`` pairs, in the order pushed (empty when none is left)."""
