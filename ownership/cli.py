@@ -91,7 +91,7 @@ class _Progress:
     def __call__(self, p: Any) -> None:
         if not self.enabled or p.seconds < 1.0:
             return
-        if hasattr(p, "examples"):  # the random engine
+        if getattr(p, "examples", None) is not None:  # the random engine
             line = f"  ... {p.examples:,} examples, {p.steps:,} steps, {p.states:,} distinct states, {p.seconds:.0f}s"
         elif not p.states:  # solver engines report depth and time only
             line = f"  ... unrolled {p.depth} steps, {p.seconds:.0f}s"

@@ -414,8 +414,7 @@ class _Graph:
 
 def _graph(inst: Any, deadline: float, max_states: int) -> _Graph | str:
     """The full graph, or why it was not built (too big, out of time)."""
-    inst.set_recording(False)
-    try:
+    with inst.mode(recording=False):
         init = inst.init_state
         seen = {init}
         edges: set[tuple[Any, str, Any]] = set()
@@ -438,8 +437,6 @@ def _graph(inst: Any, deadline: float, max_states: int) -> _Graph | str:
                     seen.add(sc.state)
                     queue.append(sc.state)
         return _Graph(frozenset(seen), frozenset(edges), deadlocks, frozenset(fired), _stuck(inst, seen, edges))
-    finally:
-        inst.set_recording(True)
 
 
 def _stuck(inst: Any, states: set[Any], edges: set[tuple[Any, str, Any]]) -> int:

@@ -36,12 +36,8 @@ def build_trace(
     Raises OWN041 (internal) if a step is disabled, or if the last state does
     not violate ``violation``: an engine must never show an unreplayed trace.
     """
-    was_recording = inst.view.recording
-    inst.set_recording(True)
-    try:
+    with inst.mode(recording=True):
         return _build_trace(inst, path, engine=engine, violation=violation, deadlock=deadlock, start=start)
-    finally:
-        inst.set_recording(was_recording)
 
 
 def _build_trace(

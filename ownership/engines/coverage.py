@@ -7,8 +7,9 @@ engine looked at, and the invariants then hold for a protocol without that
 step.  Every engine therefore reports, per action, the states in which it was
 enabled and the transitions it took (:class:`~ownership.core.result.ActionCoverage`):
 
-* the explorer and prove's reachable set count exactly, in their own loops
-  (:class:`ActionTally`);
+* the explorer and prove's reachable set count exactly, in the breadth-first
+  search they share (:class:`ActionTally`, kept by
+  :class:`~ownership.engines.search.BreadthFirst`);
 * the random engine counts along its runs (sampled);
 * bmc and prove by induction or Spacer never enumerate states, so
   :func:`search_coverage` runs a small concrete breadth-first search (a
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 
 from ownership.core.result import ActionCoverage, CheckResult, Measure, StopReason, Verdict
 from ownership.errors import Code, SpecWarning
-from ownership.spec.instance import ActionInstance, Instance, State, Successor
+from ownership.spec.instance import ActionInstance, Instance, Successor
 
 COVERAGE_STATES = 20_000
 """State budget of :func:`search_coverage` (deterministic: a count, not a time)."""
@@ -96,56 +97,20 @@ def search_coverage(
     the verdict it qualifies.  A search that runs out of new states counts
     exactly (``complete``); one cut by a budget reports "not seen to fire".
     """
-    from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+    from ownership.engines.search import BreadthFirst, Limits, Visitor  # the search counts with ActionTally
 
-    plan = plan_symmetry(inst)
-    canon = make_canonicalizer(inst, plan) if symmetry else (lambda st: st)
-    inst.set_choice_reduction(plan.sorted if symmetry else ())
-    inst.set_recording(False)
-    tally = ActionTally(inst)
-    try:
-        init = inst.init_state
-        seen = {canon(init)}
-        frontier: list[State] = [init]
-        depth = 0
-        expanded = 0
-        cut = False
-        while frontier:
-            if max_depth is not None and depth >= max_depth:
-                cut = True
-                break
-            nxt: list[State] = []
-            for st in frontier:
-                if expanded >= max_states:
-                    cut = True
-                    break
-                succs = inst.expand(st)
-                tally.add(expanded, succs)
-                expanded += 1
-                for _ai, sc in succs:
-                    h = canon(sc.state)
-                    if h not in seen:
-                        seen.add(h)
-                        nxt.append(sc.state)
-            if cut:
-                break
-            frontier = nxt
-            if frontier:
-                depth += 1
-    finally:
-        inst.set_choice_reduction(())
-        inst.set_recording(True)
+    limits = Limits(max_depth=max_depth, max_expanded=max_states)
+    search = BreadthFirst(inst, symmetry=symmetry, limits=limits, catch_stops=False)
+    outcome = search.run(Visitor())
+    cut = outcome.stop.reason is not StopReason.EXHAUSTED
     measured = Measure.BOUNDED if cut else Measure.EXACT
-    return tally.coverage(inst, measured, expanded, depth, not cut)
+    return search.tally.coverage(inst, measured, outcome.expanded, outcome.depth, not cut)
 
 
 def nothing_enabled_initially(inst: Instance) -> bool:
     """No instance of any action has an outcome in the initial state."""
-    inst.set_recording(False)
-    try:
+    with inst.mode(recording=False):
         return all(inst.first_outcome(inst.init_state, ai) is None for ai in inst.action_instances)
-    finally:
-        inst.set_recording(True)
 
 
 def _never_runs(result: CheckResult, inst: Instance, actions: Sequence[ActionCoverage]) -> bool:

@@ -1,7 +1,8 @@
 """What every path to a violation has in common: necessary actions and the conditions they run under.
 
-Builds the reachable state graph (networkx, the same semantics and symmetry
-reduction as the explorer; states violating the invariant are targets and are
+Builds the reachable state graph (networkx, the explorer's search
+:class:`~ownership.engines.search.BreadthFirst` with its semantics and symmetry
+reduction; states violating the invariant are targets and are
 not expanded) and asks which transitions cannot be avoided on the way to a
 violating state.  Removing transitions from the graph is exactly what adding
 ``require(not condition)`` to an action does, so every answer reads as "a
@@ -42,15 +43,14 @@ import itertools
 import operator
 import sys
 import textwrap
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
-from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+from ownership.engines.search import BreadthFirst, Control, Limits, Visitor
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import ActionInstance, Instance
+from ownership.spec.instance import ActionInstance, Instance, State, Successor, select_invariants
 from ownership.spec.model import Action, Domain, Values
 from ownership.spec.types import BoolType, Enum, IntType
 
@@ -182,53 +182,51 @@ class _Graph:
     g: nx.DiGraph
 
 
+class _Builder(Visitor):
+    """Records states, depths and transitions; states violating the invariant are targets, not expanded."""
+
+    def __init__(self, inst: Instance, invariant: str, search: BreadthFirst) -> None:
+        self.inst = inst
+        self.invariant = invariant
+        self.search = search
+        self.states: list[tuple[Any, ...]] = []
+        self.depth: list[int] = []
+        self.trans: list[_Transition] = []
+        self.bad: set[int] = set()
+
+    def on_state(self, node: int, state: State, depth: int) -> Control | None:
+        self.states.append(state)
+        self.depth.append(depth)
+        if not self.inst.holds(state, self.invariant):
+            self.bad.add(node)  # a target: the paths that matter end here
+            return Control.PRUNE
+        return None
+
+    def on_edge(self, src: int, action: ActionInstance, succ: Successor, dst: int) -> None:
+        self.trans.append(_Transition(src, dst, action, succ.picks))
+
+    def on_flagged(self, src: int, action: ActionInstance, succ: Successor, depth: int) -> Control | None:
+        if self.invariant not in succ.violations or not self.inst.holds(succ.state, self.invariant):
+            return None
+        # Only an event of the step shows the violation: the step itself is a target,
+        # so it gets a node of its own (its state is fine when reached another way).
+        target = self.search.tree.add(src, action.index, succ.picks)
+        self.states.append(succ.state)
+        self.depth.append(depth)
+        self.bad.add(target)
+        self.trans.append(_Transition(src, target, action, succ.picks))
+        return Control.HANDLED
+
+
 def _build(inst: Instance, invariant: str, options: DiagnoseOptions) -> _Graph:
     import networkx as nx
 
-    plan = plan_symmetry(inst)
-    canon: Callable[[Any], Any] = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
-    states = [inst.init_state]
-    depth = [0]
-    ids = {canon(inst.init_state): 0}
-    trans: list[_Transition] = []
-    bad: set[int] = set()
-    complete = True
-    recording = inst.view.recording
-    inst.set_recording(False)
-    inst.set_choice_reduction(plan.sorted if options.symmetry else ())
-    try:
-        queue = deque([0])
-        while queue:
-            u = queue.popleft()
-            st = states[u]
-            if not inst.holds(st, invariant):
-                bad.add(u)  # a target: the paths that matter end here
-                continue
-            for ai, sc in inst.expand(st):
-                if invariant in sc.violations and inst.holds(sc.state, invariant):
-                    # Only an event of the step shows the violation: the step itself is a target,
-                    # so it gets a node of its own (its state is fine when reached another way).
-                    target = len(states)
-                    states.append(sc.state)
-                    depth.append(depth[u] + 1)
-                    bad.add(target)
-                    trans.append(_Transition(u, target, ai, sc.picks))
-                    continue
-                key = canon(sc.state)
-                v = ids.get(key)
-                if v is None:
-                    if len(states) >= options.max_states:
-                        complete = False
-                        continue
-                    v = len(states)
-                    ids[key] = v
-                    states.append(sc.state)
-                    depth.append(depth[u] + 1)
-                    queue.append(v)
-                trans.append(_Transition(u, v, ai, sc.picks))
-    finally:
-        inst.set_choice_reduction(())
-        inst.set_recording(recording)
+    # At the state limit the states found are still expanded, and new ones dropped.
+    limits = Limits(max_states=options.max_states, drop_when_full=True)
+    search = BreadthFirst(inst, symmetry=options.symmetry, limits=limits, catch_stops=False)
+    builder = _Builder(inst, invariant, search)
+    complete = search.run(builder).complete
+    states, trans, bad = builder.states, builder.trans, builder.bad
     g = nx.DiGraph()
     g.add_nodes_from(range(len(states)))
     for i, t in enumerate(trans):
@@ -238,7 +236,7 @@ def _build(inst: Instance, invariant: str, options: DiagnoseOptions) -> _Graph:
             g.add_edge(t.src, t.dst, t=[i])
     for b in bad:
         g.add_edge(b, _SINK, t=[])
-    return _Graph(inst, states, depth, trans, bad, complete, g)
+    return _Graph(inst, states, builder.depth, trans, bad, complete, g)
 
 
 class _Cutter:
@@ -455,14 +453,7 @@ def _def_line(act: Action) -> str:
 
 def diagnose(inst: Instance, invariant: str, options: DiagnoseOptions = DiagnoseOptions()) -> Diagnosis:
     """What every path from the initial state to a state violating ``invariant`` has in common."""
-    if invariant not in inst.spec.invariants:
-        known = ", ".join(inst.spec.invariants) or "none"
-        raise OwnershipError(
-            Code.UNKNOWN_INVARIANT,
-            f"spec {inst.spec.name} has no invariant {invariant!r} (known: {known})",
-            inst.spec.file,
-            inst.spec.line,
-        )
+    select_invariants(inst, (invariant,))
     graph = _build(inst, invariant, options)
     base: dict[str, Any] = dict(
         spec=inst.spec.name,
@@ -517,14 +508,10 @@ def _necessary(graph: _Graph, cutter: _Cutter, act: Action, ts: list[int]) -> _F
     # Trace every transition of this action once: lines (guard outcomes) and cells read.
     lines_of: dict[int, frozenset[int]] = {}
     reads_of: dict[int, frozenset[int]] = {}
-    recording = graph.inst.view.recording
-    graph.inst.set_recording(False)
-    try:
+    with graph.inst.mode(recording=False):
         for i in ts:
             t = trans[i]
             lines_of[id(t)], reads_of[id(t)] = _trace_run(graph.inst, t, graph.states[t.src])
-    finally:
-        graph.inst.set_recording(recording)
     necessary: list[tuple[_Atom, frozenset[int]]] = []
     for atom in _atoms(graph, act, ts, lines_of):
         blocked = frozenset(i for i in ts if atom.test(trans[i]))

@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ownership.core.result import ActionCoverage, Measure
-from ownership.engines.coverage import ActionTally
+from ownership.core.progress import Progress
+from ownership.core.result import ActionCoverage, Measure, StopReason
+from ownership.engines.search import BreadthFirst, Limits, Stop, Visitor
 from ownership.spec.instance import Instance, State
 
 LEAF = 0
@@ -46,6 +47,23 @@ class ReachableStates:
     """Per action, the states (of those expanded) that enable it and its transitions."""
 
 
+class _Collector(Visitor):
+    """Keeps every new state, in discovery order; stops at the first one ``fits`` refuses."""
+
+    def __init__(self, fits: Callable[[State], bool] | None) -> None:
+        self.fits = fits
+        self.order: list[State] = []
+        self.unfit: State | None = None
+
+    def on_state(self, node: int, state: State, depth: int) -> Stop | None:
+        if self.fits is not None and node and not self.fits(state):
+            self.unfit = state
+            # The set cannot be complete: reported like a state limit (complete=False).
+            return Stop(StopReason.STATE_LIMIT, node, depth)
+        self.order.append(state)
+        return None
+
+
 def reachable_states(inst: Instance, max_states: int, fits: Callable[[State], bool] | None = None,
                      report: Callable[[int, int, int, int], None] | None = None) -> ReachableStates:
     """Breadth-first search without symmetry reduction, stopping after ``max_states`` states.
@@ -55,45 +73,23 @@ def reachable_states(inst: Instance, max_states: int, fits: Callable[[State], bo
     search also stops at the first state ``fits`` refuses (an integer too wide
     for an encoding), since values that grow without bound would otherwise
     fill memory before the state limit.  ``report(states, transitions, depth,
-    frontier)`` is called every 4,096 new states.
+    frontier)`` is called every 256 expanded states (the caller limits how
+    often it prints).
     """
-    inst.set_choice_reduction(())
-    inst.set_recording(False)
-    try:
-        init = inst.init_state
-        seen: set[State] = {init}
-        order: list[State] = [init]
-        frontier = [init]
-        depth = 0
-        transitions = 0
-        expand = inst.expand
-        tally = ActionTally(inst)
-        expanded = 0
-        while frontier:
-            nxt: list[State] = []
-            for st in frontier:
-                succs = expand(st)
-                transitions += len(succs)
-                tally.add(expanded, succs)
-                expanded += 1
-                for _action, sc in succs:
-                    if sc.state not in seen:
-                        if len(seen) >= max_states:
-                            return ReachableStates(tuple(order), depth + 1, transitions, complete=False)
-                        if fits is not None and not fits(sc.state):
-                            return ReachableStates(tuple(order), depth + 1, transitions, False, sc.state)
-                        seen.add(sc.state)
-                        order.append(sc.state)
-                        nxt.append(sc.state)
-                        if report is not None and not len(order) & 0xFFF:
-                            report(len(order), transitions, depth + 1, len(frontier))
-            frontier = nxt
-            if frontier:
-                depth += 1
-        return ReachableStates(tuple(order), depth, transitions, complete=True,
-                               actions=tally.coverage(inst, Measure.EXACT, expanded, depth, True))
-    finally:
-        inst.set_recording(True)
+
+    def progress(p: Progress) -> None:
+        if report is not None:
+            report(p.states, p.transitions, p.depth + 1, p.frontier)
+
+    search = BreadthFirst(inst, symmetry=False, limits=Limits(max_states=max_states, progress_every=0.0),
+                          progress=progress if report is not None else None, catch_stops=False)
+    collect = _Collector(fits)
+    outcome = search.run(collect)
+    order = tuple(collect.order)
+    if not outcome.complete:
+        return ReachableStates(order, outcome.depth, outcome.transitions, False, collect.unfit)
+    actions = search.tally.coverage(inst, Measure.EXACT, outcome.expanded, outcome.depth, True)
+    return ReachableStates(order, outcome.depth, outcome.transitions, complete=True, actions=actions)
 
 
 @dataclass(frozen=True)

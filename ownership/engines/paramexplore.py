@@ -1,7 +1,8 @@
 """Explicit interleavings, symbolic parameters: ``check --free NAME`` with the explorer.
 
-The breadth-first explorer of :mod:`ownership.engines.explore`, except that
-the free parameters are Z3 terms.  Cells hold plain values where the spec
+The breadth-first search of the explorer
+(:class:`~ownership.engines.search.BreadthFirst`), except that the free
+parameters are Z3 terms: its successor function forks on them.  Cells hold plain values where the spec
 computed them from constants, and terms where they depend on a free
 parameter (a prompt length, a reserved page count).  Wherever spec code
 needs a truth value or an integer from a term (``if``, ``require``,
@@ -30,10 +31,10 @@ from typing import Any
 
 import z3
 
-from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, Measure, Stats, StopReason, Verdict
-from ownership.engines.coverage import action_records, with_coverage
+from ownership.engines.coverage import with_coverage
+from ownership.engines.search import BreadthFirst, Control, Limits, Stop, Visitor
 from ownership.engines.symbolic import (
     COVERAGE_NOTE,
     WIDTH,
@@ -48,7 +49,7 @@ from ownership.engines.symbolic import (
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, not_bool_error
+from ownership.spec.instance import ActionInstance, Instance, State, Successor, not_bool_error, select_invariants
 from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 
 MAX_VALUES = 256
@@ -418,24 +419,14 @@ def _formulas(derived: list[tuple[Any, z3.ExprRef]], used: str) -> str:
 
 def _explore_case(inst: Instance, options: ParamOptions, terms: dict[str, z3.BitVecRef], base: list[z3.BoolRef],
                   progress: Any, start: float) -> tuple[CheckResult, z3.BoolRef | None]:
-    spec = inst.spec
     solver = _Solver(base)
     forker = _Forker(solver)
     values: dict[str, Any] = dict(inst.param_values)
     values.update({n: Sym(t, forker) for n, t in terms.items()})
     params = Params(values)
     view = _View(inst, params, forker)
-    checked = list(options.invariants) if options.invariants is not None else list(spec.invariants)
-    for n in checked:
-        if n not in spec.invariants:
-            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {n!r} (known: {', '.join(spec.invariants)})")
-    plan = plan_symmetry(inst)
-    canon = make_canonicalizer(inst, plan) if options.symmetry else (lambda st: st)
-    inst.set_choice_reduction(plan.sorted if options.symmetry else ())
-    try:
-        return _search(inst, options, view, forker, solver, terms, checked, canon, plan, start, progress)
-    finally:
-        inst.set_choice_reduction(())
+    checked = [inv.name for inv in select_invariants(inst, options.invariants)]
+    return _search(inst, options, view, forker, solver, terms, checked, start, progress)
 
 
 @dataclass
@@ -446,34 +437,43 @@ class _Node:
     pc: tuple[z3.BoolRef, ...]
 
 
-def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker, solver: _Solver,
-            terms: dict[str, z3.BitVecRef], checked: list[str], canon: Callable[[Any], Any], plan: Any,
-            start: float, progress: Any) -> tuple[CheckResult, z3.BoolRef | None]:
-    spec = inst.spec
-    instances = _action_instances(inst, view)
-    nodes: list[_Node] = [_Node(-1, -1, (), ())]
-    seen: dict[Any, int] = {}
-    init = tuple(inst.init_state)
-    seen[(canon(tuple(forker.intern(v) for v in init)), 0)] = 0
-    frontier: list[tuple[int, tuple[Any, ...]]] = [(0, init)]
-    violations: list[tuple[int, str, z3.BoolRef]] = []
-    transitions = 0
-    depth = 0
-    stop: StopReason | None = None
-    # Firings per action (by position), and the last state counted as enabling it.
-    positions = {name: k for k, name in enumerate(spec.actions)}
-    act_pos = [positions[act.name] for act, _args in instances]
-    fired = [0] * len(positions)
-    enabled_in = [0] * len(positions)
-    last_in = [-1] * len(positions)
-    expanded = 0
+class _Space(Visitor):
+    """The parametric state space for the breadth-first search, and the visitor collecting violations.
 
-    def run(fn: Callable[[], Any], state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> list[tuple[bool, Any, list[Any], tuple[Any, ...], tuple[z3.BoolRef, ...], list[tuple[str, z3.BoolRef]]]]:
+    A state is ``(cells, parameter condition)``; it is keyed by its canonical
+    cells (terms by id) and the condition.  Every violation is collected and
+    the search goes on: the union of violating parameter regions (for
+    ``--minimize`` and the region description) needs all of them, and a
+    violating state's successors may violate for further parameter values.
+    """
+
+    def __init__(self, inst: Instance, view: _View, forker: _Forker, solver: _Solver, checked: list[str],
+                 canon: Callable[[Any], Any] | None) -> None:
+        self.inst, self.view, self.forker, self.solver = inst, view, forker, solver
+        self.checked = checked
+        self.canon = canon
+        self.instances = _action_instances(inst, view)
+        self.steps = [ActionInstance(k, act, tuple(args), act.name) for k, (act, args) in enumerate(self.instances)]
+        self.pcs: list[tuple[z3.BoolRef, ...]] = []
+        self.flags_of: dict[int, list[tuple[str, z3.BoolRef]]] = {}
+        self.violations: list[tuple[int, str, z3.BoolRef]] = []
+        self.pending: tuple[str, z3.BoolRef] | None = None
+        self.search: BreadthFirst | None = None
+
+    def key(self, state: tuple[Any, ...]) -> Any:
+        cells, pc = state
+        forker = self.forker
+        pc_key = forker.term_id(z3.simplify(z3.And(*pc))) if pc else 0
+        interned = tuple(forker.intern(v) for v in cells)
+        return (interned if self.canon is None else self.canon(interned), pc_key)
+
+    def run(self, fn: Callable[[], Any], state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> list[tuple[bool, Any, list[Any], tuple[Any, ...], tuple[z3.BoolRef, ...], list[tuple[str, z3.BoolRef]]]]:
         """Every path of ``fn`` from ``state``: (enabled, result, picks, new cells, path condition, flagged events).
 
         Collected in full before returning: the forker is reused by the
         invariant checks of each new state, so no run may be left suspended.
         """
+        forker, view, spec = self.forker, self.view, self.inst.spec
         forker.base = list(pc)
 
         def reset() -> None:
@@ -492,14 +492,30 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
             raise OwnershipError(Code.SPEC_RUNTIME, f"spec code under --free raised {type(exc).__name__}: {exc}",
                                  spec.file, location_in(spec.file, exc) if spec.file else None) from None
 
-    def violation(state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> tuple[str, z3.BoolRef] | None:
-        for name in checked:
+    def expand(self, state: tuple[Any, ...]) -> list[tuple[ActionInstance, Successor]]:
+        """Every feasible outcome of every action instance in ``state``, under its parameter condition."""
+        cells, pc = state
+        out: list[tuple[ActionInstance, Successor]] = []
+        self.flags_of.clear()
+        for step, (act, args) in zip(self.steps, self.instances, strict=True):
+            for enabled, _res, picks, new_cells, path_pc, flags in self.run(_call(act.fn, self.view, args), cells, pc):
+                if not enabled:
+                    continue
+                names = tuple(n for n in self.checked if any(f == n for f, _c in flags))
+                sc = Successor((new_cells, tuple(pc) + path_pc), tuple(picks), (), names)
+                if names:
+                    self.flags_of[id(sc)] = flags
+                out.append((step, sc))
+        return out
+
+    def violation(self, state: tuple[Any, ...], pc: tuple[z3.BoolRef, ...]) -> tuple[str, z3.BoolRef] | None:
+        spec, view, solver = self.inst.spec, self.view, self.solver
+        for name in self.checked:
             inv = spec.invariants[name]
-            fn = inv.fn
             bad: list[z3.BoolRef] = []
             object.__setattr__(view, "reading", inv)
             try:
-                outcomes = list(run(_call(fn, view, ()), state, pc))
+                outcomes = list(self.run(_call(inv.fn, view, ()), state, pc))
             finally:
                 object.__setattr__(view, "reading", None)
             for enabled, result, _picks, _cells, path_pc, _flags in outcomes:
@@ -514,94 +530,73 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                 return name, cond
         return None
 
-    first = violation(init, ())
-    if first:
-        violations.append((0, first[0], first[1]))
-    else:
-        # Every reachable state is explored even after a violation: the union of violating
-        # parameter regions (for --minimize and for the region description) needs all of them,
-        # and a violating state's successors may violate for further parameter values.
-        try:
-            while frontier:
-                if options.max_depth is not None and depth >= options.max_depth:
-                    stop = StopReason.DEPTH_LIMIT
-                    break
-                nxt: list[tuple[int, tuple[Any, ...]]] = []
-                for idx, state in frontier:
-                    pc = nodes[idx].pc
-                    for ai_index, (act, args) in enumerate(instances):
-                        for enabled, _res, picks, new_state, path_pc, flags in run(_call(act.fn, view, args), state, pc):
-                            if not enabled:
-                                continue
-                            transitions += 1
-                            a = act_pos[ai_index]
-                            fired[a] += 1
-                            if last_in[a] != idx:
-                                last_in[a] = idx
-                                enabled_in[a] += 1
-                            new_pc = tuple(pc) + path_pc
-                            flagged = [n for n in checked if any(f == n for f, _c in flags)]
-                            event_bad: tuple[str, z3.BoolRef] | None = None
-                            if flagged:
-                                # An event of this step is marked as violating a checked invariant:
-                                # for the parameter values where its condition holds, the step violates it.
-                                name = flagged[0]
-                                cond = z3.simplify(z3.Or(*[c for f, c in flags if f == name]))
-                                if not z3.is_false(cond) and solver.feasible([*new_pc, cond]):
-                                    event_bad = (name, cond)
-                            pc_key = forker.term_id(z3.simplify(z3.And(*new_pc))) if new_pc else 0
-                            key = (canon(tuple(forker.intern(v) for v in new_state)), pc_key)
-                            if key in seen:
-                                if event_bad is not None:
-                                    # The state was reached before, but not by this violating step:
-                                    # the step needs a node of its own for its trace.
-                                    nid = len(nodes)
-                                    nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
-                                    violations.append((nid, *event_bad))
-                                continue
-                            if options.max_states is not None and len(nodes) >= options.max_states:
-                                stop = StopReason.STATE_LIMIT
-                                break
-                            nid = len(nodes)
-                            seen[key] = nid
-                            nodes.append(_Node(idx, ai_index, tuple(picks), new_pc))
-                            if event_bad is not None:
-                                violations.append((nid, *event_bad))
-                            bad = violation(new_state, new_pc)
-                            if bad:
-                                violations.append((nid, bad[0], bad[1]))
-                            nxt.append((nid, new_state))
-                        if stop:
-                            break
-                    if stop:
-                        break
-                    expanded += 1
-                    if options.max_seconds is not None and time.perf_counter() - start > options.max_seconds:
-                        stop = StopReason.TIME_LIMIT
-                        break
-                if stop:
-                    break
-                frontier = nxt
-                if frontier:
-                    depth += 1
-                if progress is not None:
-                    progress(_Progress(len(nodes), transitions, depth, len(frontier), time.perf_counter() - start))
-        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or --max-seconds: report what was covered
-            stop = stop_reason_of(exc)
-        except Exception as exc:  # a stop that came out of a Z3 call; anything else is re-raised
-            halt = stop_in(exc)
-            if halt is None:
-                raise
-            stop = stop_reason_of(halt)
+    def on_state(self, node: int, state: State, depth: int) -> Stop | None:
+        cells, pc = state
+        self.pcs.append(pc)
+        if self.pending is not None:
+            self.violations.append((node, *self.pending))
+            self.pending = None
+        bad = self.violation(cells, pc)
+        if bad:
+            self.violations.append((node, bad[0], bad[1]))
+            if node == 0:  # violated initially: nothing to search
+                return Stop(StopReason.VIOLATION, 0, 0)
+        return None
+
+    def on_flagged(self, src: int, action: ActionInstance, succ: Successor, depth: int) -> Control | None:
+        # An event of this step is marked as violating a checked invariant:
+        # for the parameter values where its condition holds, the step violates it.
+        flags = self.flags_of[id(succ)]
+        name = succ.violations[0]
+        _cells, new_pc = succ.state
+        cond = z3.simplify(z3.Or(*[c for f, c in flags if f == name]))
+        if z3.is_false(cond) or not self.solver.feasible([*new_pc, cond]):
+            return None
+        assert self.search is not None
+        if self.key(succ.state) in self.search.seen:
+            # The state was reached before, but not by this violating step:
+            # the step needs a node of its own for its trace.
+            node = self.search.tree.add(src, action.index, succ.picks)
+            self.pcs.append(new_pc)
+            self.violations.append((node, name, cond))
+            return Control.HANDLED
+        self.pending = (name, cond)  # recorded with the new state's node (on_state, next)
+        return None
+
+
+def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker, solver: _Solver,
+            terms: dict[str, z3.BitVecRef], checked: list[str], start: float,
+            progress: Any) -> tuple[CheckResult, z3.BoolRef | None]:
+    spec = inst.spec
+    plan = plan_symmetry(inst)
+    space = _Space(inst, view, forker, solver, checked, make_canonicalizer(inst, plan) if options.symmetry else None)
+    # The time limit counts from the start of the whole run, checked after every state (each may take seconds).
+    left = None if options.max_seconds is None else options.max_seconds - (time.perf_counter() - start)
+    limits = Limits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=left, check_every=1)
+    search = BreadthFirst(inst, symmetry=options.symmetry, limits=limits, progress=progress, key=space.key,
+                          expand=space.expand, init=(tuple(inst.init_state), ()))
+    space.search = search
+    # The tally counts by position in the explorer's own action instances (value arguments may be terms).
+    positions = {name: k for k, name in enumerate(spec.actions)}
+    search.tally.act_of = [positions[act.name] for act, _args in space.instances]
+    outcome = search.run(space)
+    tree, violations = search.tree, space.violations
+    nodes = [_Node(tree.parent[i], tree.action[i], tree.picks.get(i, ()), space.pcs[i]) for i in range(len(tree))]
+    first = bool(violations) and violations[0][0] == 0 and outcome.stop.reason is StopReason.VIOLATION
+    reason = outcome.stop.reason
+    stop = None if reason in (StopReason.EXHAUSTED, StopReason.VIOLATION) else reason
+    depth = outcome.level
+    transitions, expanded = outcome.transitions, outcome.expanded
+    instances = space.instances
     elapsed = time.perf_counter() - start
     shown = {k: ("free" if k in options.free else v) for k, v in inst.param_values.items()}
     opts = asdict(options)
-    opts["symmetry"] = bool(options.symmetry and (plan.permuted or plan.sorted))
+    opts["symmetry"] = search.reduced
     notes = [f"free parameters {', '.join(options.free)}: interleavings explicit, parameter values symbolic "
              f"({solver.calls:,} solver calls)", COVERAGE_NOTE]
     stats = Stats(len(nodes), transitions, depth, elapsed)
     # Exact over the parameter regions searched: an action no region lets fire never fires for any value.
-    actions = action_records(inst, enabled_in, fired, Measure.EXACT, expanded, depth, stop is None and not first)
+    actions = search.tally.coverage(inst, Measure.EXACT, expanded, depth, stop is None and not first)
     if not violations:
         if stop is None:
             scope = " and ".join([f"{n} in its declared range" for n in options.free] + list(options.where))
@@ -621,15 +616,6 @@ def _call(fn: Callable[..., Any], view: _View, args: Sequence[Any]) -> Callable[
         return fn(view, *args)
 
     return call
-
-
-@dataclass(frozen=True)
-class _Progress:
-    states: int
-    transitions: int
-    depth: int
-    frontier: int
-    seconds: float
 
 
 def _action_instances(inst: Instance, view: _View) -> list[tuple[Any, tuple[Any, ...]]]:

@@ -49,7 +49,7 @@ from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, Sto
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import Element
-from ownership.spec.instance import ActionInstance, Instance, State, Successor
+from ownership.spec.instance import ActionInstance, Instance, State, Successor, select_invariants
 
 PICKS = "picks"
 """Name of the rule argument that carries the values of ``s.choose``."""
@@ -364,12 +364,7 @@ def _make_invariants(name: str) -> Callable[[SpecMachine], None]:
 def machine_class(inst: Instance, invariants: Sequence[str] | None = None) -> type[SpecMachine]:
     """A ``RuleBasedStateMachine`` class for ``inst``: one rule per action, one invariant per spec invariant."""
     spec = inst.spec
-    checked = tuple(invariants) if invariants is not None else tuple(spec.invariants)
-    unknown = [n for n in checked if n not in spec.invariants]
-    if unknown:
-        raise OwnershipError(
-            Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {unknown[0]!r} (known: {', '.join(spec.invariants)})"
-        )
+    checked = tuple(inv.name for inv in select_invariants(inst, invariants))
     by_action: dict[str, list[ActionInstance]] = {a: [] for a in spec.actions}
     for ai in inst.action_instances:
         by_action[ai.action.name].append(ai)
@@ -571,15 +566,12 @@ def _enabled_counts(inst: Instance, log: RunLog) -> list[int]:
     if not unseen:
         return counts
     found: dict[str, int] = dict.fromkeys(unseen, 0)
-    inst.set_recording(False)
-    try:
+    with inst.mode(recording=False):
         for state in log.states:
             hit = {ai.action.name for ai in inst.action_instances
                    if ai.action.name in unseen and inst.first_outcome(state, ai) is not None}
             for a in hit:
                 found[a] += 1
-    finally:
-        inst.set_recording(True)
     return [found.get(a, n) for a, n in zip(inst.spec.actions, counts, strict=True)]
 
 
@@ -627,15 +619,15 @@ def check_stateful(
     opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
     opts["walks"] = options.walk_budget
     checked = base._checked
-    inst.set_recording(False)
     failure: BaseException | None = None
     interrupted: StopReason | None = None
     walked: tuple[Path, str] | None = None
     try:
-        walked = _walks(inst, checked, options, random.Random(seed or 0), log, progress)
-        if walked is None:
-            with _capturing(lines):
-                test()
+        with inst.mode(recording=False):
+            walked = _walks(inst, checked, options, random.Random(seed or 0), log, progress)
+            if walked is None:
+                with _capturing(lines):
+                    test()
     except InvariantViolation as exc:
         failure = exc
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit
@@ -644,8 +636,6 @@ def check_stateful(
         raise
     except hypothesis.errors.InvalidDefinition as exc:
         raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
-    finally:
-        inst.set_recording(True)
     if seed is not None:
         opts["seed"] = seed
     elapsed = time.monotonic() - log.started

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ownership.core.result import StopReason
+from ownership.engines.search import BreadthFirst, Stop, Visitor
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import ActionInstance, Instance, State
 from ownership.spec.model import Domain
@@ -118,33 +120,27 @@ def _permuted_instances(inst: Instance, domain: str, perm: Sequence[int]) -> lis
     return out
 
 
+class _Sampler(Visitor):
+    """Keeps the first ``limit`` states found and stops there."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.order: list[State] = []
+
+    def on_state(self, node: int, state: State, depth: int) -> Stop | None:
+        self.order.append(state)
+        return Stop(StopReason.STATE_LIMIT) if len(self.order) >= self.limit else None
+
+
 def _sample(inst: Instance, limit: int) -> list[State]:
     """Up to ``limit`` reachable states, breadth-first without state merging (deterministic).
 
     Choices among identical elements are reduced while sampling (it keeps wide
     allocations cheap and every state found is still reachable).
     """
-    inst.set_choice_reduction(symmetric_domains(inst))
-    try:
-        return _bfs(inst, limit)
-    finally:
-        inst.set_choice_reduction(())
-
-
-def _bfs(inst: Instance, limit: int) -> list[State]:
-    seen = {inst.init_state}
-    order = [inst.init_state]
-    k = 0
-    while k < len(order) and len(order) < limit:
-        st = order[k]
-        k += 1
-        for _ai, sc in inst.expand(st):
-            if sc.state not in seen:
-                seen.add(sc.state)
-                order.append(sc.state)
-                if len(order) >= limit:
-                    break
-    return order
+    sampler = _Sampler(limit)
+    BreadthFirst(inst, symmetry=False, reduce=symmetric_domains(inst), catch_stops=False).run(sampler)
+    return sampler.order
 
 
 def _fix(domain: str) -> str:
@@ -179,9 +175,7 @@ def check_symmetry(
     inv_names = [n for n in invariants if n in inst.spec.invariants] if invariants is not None else [
         i.name for i in inst.invariants]
     rng = random.Random(seed)
-    was_recording = inst.view.recording
-    inst.set_recording(False)
-    try:
+    with inst.mode(recording=False):
         # The sample runs spec code concretely, so it also surfaces OWN060 (arithmetic
         # or ordering on elements) for engines that never run the spec concretely.
         states = _sample(inst, sample)
@@ -222,8 +216,6 @@ def check_symmetry(
                     for part in check.parts:
                         _check_perm(inst, _Perm(inst, [part]), st, base, inv_names)
                     raise
-    finally:
-        inst.set_recording(was_recording)
     return SymmetryCheck(covered, tuple(doms), skipped)
 
 

@@ -10,6 +10,7 @@ shown: this module is the reference semantics.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -381,6 +382,23 @@ def known_invariant(spec: Spec, name: str) -> None:
         file,
         line,
     )
+
+
+def select_invariants(inst: Instance, names: Sequence[str] | None) -> tuple[Invariant, ...]:
+    """The invariants an engine checks: those ``names`` (``--invariant``), or all of them by default.
+
+    OWN012, at the spec line (where its invariants are declared), for a
+    name the spec does not have: a typo must not check nothing and pass.
+    """
+    spec = inst.spec
+    if names is None:
+        return tuple(spec.invariants.values())
+    for name in names:
+        if name not in spec.invariants:
+            known = ", ".join(spec.invariants) or "none"
+            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {name!r} (known: {known})",
+                                 spec.file, spec.line)
+    return tuple(spec.invariants[name] for name in names)
 
 
 def raw_cells_error() -> OwnershipError:
@@ -1031,19 +1049,32 @@ class Instance:
         view._prefix.clear()
         return None
 
-    def set_recording(self, on: bool) -> None:
-        """Record events (for traces) or skip them (inside a search's hot loop)."""
-        object.__setattr__(self.view, "recording", on)
+    @contextlib.contextmanager
+    def mode(self, *, recording: bool | None = None, choice_reduction: Iterable[str] | None = None) -> Iterator[None]:
+        """Within the block, the view records events or not, and reduces choices in the given domains.
 
-    def set_choice_reduction(self, domains: Iterable[str]) -> None:
-        """Let ``s.choose(..., domain=D)`` try one of each class of identical elements of D.
-
-        Only sound while a search reduces states by the symmetry of those
-        domains: choosing between two elements whose cells are identical
-        leads to states that differ by swapping them, which the search
-        merges anyway.  The explorer turns it on and off around a search.
+        ``recording=False`` skips events (a search's hot loop: events are
+        rebuilt when a trace is replayed).  ``choice_reduction`` lets
+        ``s.choose(..., domain=D)`` try one of each class of identical
+        elements of D, which is only sound while a search reduces states by
+        the symmetry of those domains (choosing between two elements whose
+        cells are identical leads to states that differ by swapping them,
+        which the search merges anyway).  ``None`` leaves a mode as it is.
+        Both modes are restored on leaving the block, also on an exception,
+        so nested engines (a search inside a check) leave each other's
+        modes alone.
         """
-        object.__setattr__(self.view, "_reduce", frozenset(domains))
+        view = self.view
+        was_recording, was_reduce = view.recording, view._reduce
+        if recording is not None:
+            object.__setattr__(view, "recording", recording)
+        if choice_reduction is not None:
+            object.__setattr__(view, "_reduce", frozenset(choice_reduction))
+        try:
+            yield
+        finally:
+            object.__setattr__(view, "recording", was_recording)
+            object.__setattr__(view, "_reduce", was_reduce)
 
     def distinct_elements(self, domain: str, options: Sequence[Any], cur: Sequence[Any]) -> list[Any]:
         """``options`` with all but the first of each group of identical elements removed."""

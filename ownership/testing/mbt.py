@@ -442,14 +442,11 @@ def run_mbt(
         test = hypothesis.seed(options.seed)(test)
     lines: list[str] = []
     failure: BaseException | None = None
-    inst.set_recording(False)
     try:
-        with _capturing(lines):
+        with inst.mode(recording=False), _capturing(lines):
             test()
     except (Disagreement, InvariantViolation) as exc:
         failure = exc
-    finally:
-        inst.set_recording(True)
     log = run.log
     opts: dict[str, Any] = {**asdict(options), "adapter": f"{adapter_cls.__module__}:{adapter_cls.__qualname__}"}
     seed = options.seed if options.seed is not None else getattr(test, "_hypothesis_internal_use_generated_seed", None)
