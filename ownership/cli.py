@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,8 +21,10 @@ try:  # typer >= 0.20 vendors click
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click import exceptions as click_exc  # type: ignore[no-redef]
 
-from ownership import inputs
+from ownership import inputs, session
+from ownership.core.progress import Progress
 from ownership.errors import Code, ExitCode, OwnershipError
+from ownership.session import Outcome, Settings
 
 
 class _Group(TyperGroup):
@@ -81,30 +82,20 @@ def _parse_params(items: list[str] | None, free: list[str] | None = None) -> dic
 
 
 class _Progress:
-    """Progress lines on stderr for runs longer than about a second."""
+    """Progress lines on stderr (:meth:`Progress.line`) for runs longer than about a second."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
         self.printed = False
 
-    def __call__(self, p: Any) -> None:
+    def __call__(self, p: Progress) -> None:
         if not self.enabled or p.seconds < 1.0:
             return
-        if hasattr(p, "examples"):  # the random engine
-            line = f"  ... {p.examples:,} examples, {p.steps:,} steps, {p.states:,} distinct states, {p.seconds:.0f}s"
-        elif not p.states:  # solver engines report depth and time only
-            line = f"  ... unrolled {p.depth} steps, {p.seconds:.0f}s"
-        else:
-            rate = p.states / p.seconds if p.seconds else 0.0
-            line = (
-                f"  ... {p.states:,} states, {p.transitions:,} transitions, depth {p.depth}, "
-                f"frontier {p.frontier:,}, {rate:,.0f} states/s, {p.seconds:.0f}s"
-            )
         if self.tty:
-            sys.stderr.write("\r" + line + "\033[K")
+            sys.stderr.write("\r" + p.line() + "\033[K")
         else:
-            sys.stderr.write(line + "\n")
+            sys.stderr.write(p.line() + "\n")
         sys.stderr.flush()
         self.printed = True
 
@@ -114,257 +105,59 @@ class _Progress:
             sys.stderr.flush()
 
 
-@dataclass(frozen=True)
-class _CheckSettings:
-    engine: str
-    params: dict[str, int]
-    max_depth: int | None
-    max_states: int | None
-    max_seconds: float | None
-    symmetry: bool
-    deadlock: bool
-    invariants: tuple[str, ...] | None
-    out: Path | None
-    formats: tuple[str, ...]
-    render: bool
-    progress: bool
-    solver_timeout: float | None = None
-    free: tuple[str, ...] = ()
-    where: tuple[str, ...] = ()
-    minimize: str | None = None
-    maximize: str | None = None
-    explain: bool = False
-    seed: int | None = None
-    max_examples: int | None = None
-    steps: int | None = None
-    derandomize: bool = False
-    max_domain: int = inputs.DEFAULT_MAX_DOMAIN
-    walks: int | None = None
-
-    def search_flags(self, params: dict[str, int], defaults: dict[str, int]) -> list[str]:
-        """The flags that change what this run searches: they name its counterexample folder.
-
-        The reproduce line's flags without ``--engine`` (the engine has a folder
-        level of its own) and ``--explain`` (it reads the result, it does not
-        change it), after the parameters that differ from the spec's defaults.
-        """
-        flags = [f"{k}={v}" for k, v in params.items() if defaults.get(k) != v]
-        rest = self.reproduce_flags()
-        i = 0
-        while i < len(rest):
-            if rest[i] == "--engine":
-                i += 2
-                continue
-            if rest[i] != "--explain":
-                flags.append(rest[i])
-            i += 1
-        return flags
-
-    def reproduce_flags(self, result: Any = None) -> list[str]:
-        flags: list[str] = []
-        if self.engine != "explore":
-            flags += ["--engine", self.engine]
-        if not self.symmetry:
-            flags.append("--no-symmetry")
-        if self.deadlock:
-            flags.append("--deadlock")
-        for name, value in (("--max-depth", self.max_depth), ("--max-states", self.max_states), ("--max-seconds", self.max_seconds)):
-            if value is not None:
-                flags += [name, str(value)]
-        for inv in self.invariants or ():
-            flags += ["--invariant", inv]
-        if self.solver_timeout is not None:
-            flags += ["--solver-timeout", str(self.solver_timeout)]
-        for name in self.free:
-            flags += ["--free", name]
-        for cond in self.where:
-            flags += ["--where", cond]
-        if self.minimize:
-            flags += ["--minimize", self.minimize]
-        if self.maximize:
-            flags += ["--maximize", self.maximize]
-        if self.explain:
-            flags.append("--explain")
-        if self.max_examples is not None:
-            flags += ["--max-examples", str(self.max_examples)]
-        if self.steps is not None:
-            flags += ["--steps", str(self.steps)]
-        if self.walks is not None:
-            flags += ["--walks", str(self.walks)]
-        if self.derandomize:
-            flags.append("--derandomize")
-        else:
-            # The random engine's seed (the one it drew, when none was given) reproduces its run.
-            seed = self.seed
-            if seed is None and result is not None and result.engine == "hypothesis":
-                seed = result.options.get("seed")
-            if seed is not None:
-                flags += ["--seed", str(seed)]
-        return flags
-
-    def engine_options(self, engine: str) -> Any:
-        """The options object of one engine (options an engine cannot honour are refused)."""
-        if self.where and not self.free:
-            raise OwnershipError(Code.BAD_OPTION, "--where constrains free parameters: add --free")
-        if self.deadlock and (engine != "explore" or self.free):
-            raise OwnershipError(Code.BAD_OPTION, "--deadlock is supported by the explorer without --free only")
-        random_only = (self.seed is not None or self.max_examples is not None or self.steps is not None
-                       or self.derandomize or self.walks is not None)
-        if engine == "hypothesis":
-            if self.free or self.max_states is not None or self.max_depth is not None:
-                raise OwnershipError(
-                    Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize "
-                    "and --max-seconds (not --free, --max-states or --max-depth)"
-                )
-            from ownership.engines.stateful import HypothesisOptions
-
-            defaults = HypothesisOptions()
-            return HypothesisOptions(
-                max_examples=self.max_examples if self.max_examples is not None else defaults.max_examples,
-                steps=self.steps if self.steps is not None else defaults.steps,
-                seed=self.seed,
-                derandomize=self.derandomize,
-                invariants=self.invariants,
-                walks=self.walks,
-            )
-        if random_only and self.engine != "all":
-            raise OwnershipError(Code.BAD_OPTION, "--seed/--max-examples/--steps/--derandomize are options of --engine hypothesis")
-        if engine == "bmc" and self.max_states is not None:
-            raise OwnershipError(Code.BAD_OPTION, "--max-states is an explorer limit; bmc takes --max-depth, --solver-timeout and --max-seconds")
-        if engine == "explore" and (self.free or self.minimize or self.maximize):
-            from ownership.engines.paramexplore import ParamOptions
-
-            if not self.free:
-                raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
-            return ParamOptions(
-                free=self.free, where=self.where, minimize=self.minimize, maximize=self.maximize,
-                max_depth=self.max_depth, max_states=self.max_states, max_seconds=self.max_seconds,
-                symmetry=self.symmetry, invariants=self.invariants,
-            )
-        if engine == "explore":
-            from ownership.engines.explore import ExploreOptions
-
-            return ExploreOptions(
-                max_depth=self.max_depth,
-                max_states=self.max_states,
-                max_seconds=self.max_seconds,
-                symmetry=self.symmetry,
-                deadlock=self.deadlock,
-                invariants=self.invariants,
-            )
-        from ownership.engines.bmc import BmcOptions
-
-        return BmcOptions(
-            max_depth=self.max_depth if self.max_depth is not None else 30,
-            solver_timeout=self.solver_timeout,
-            free=self.free,
-            where=self.where,
-            minimize=self.minimize,
-            maximize=self.maximize,
-            invariants=self.invariants,
-            symmetry=self.symmetry,
-        )
-
-
-def _run_check(
-    spec_path: Path, settings: _CheckSettings, *, quiet: bool = False, record: list[Any] | None = None
-) -> tuple[ExitCode, Any]:
-    """Load, check, print and (for a violation) save one spec; returns its exit code.
-
-    ``record`` collects the CI reports' record of the run (see ``ownership.render.ci``).
-    """
-    from ownership.core.limits import limited
-    from ownership.core.result import StopReason
-    from ownership.engines import ENGINE_NAMES, compare, relate, run_engine
-    from ownership.render.text import reproduce_command, result_report
-    from ownership.spec.instance import Instance
-    from ownership.spec.loader import load_spec
-
-    started = time.monotonic()
-    spec = load_spec(spec_path)
-    inputs.check_instance_size(spec, settings.params, settings.max_domain)
-    if settings.engine not in ENGINE_NAMES:
-        raise OwnershipError(Code.BAD_OPTION, f"unknown engine {settings.engine!r} (available: {', '.join(ENGINE_NAMES)})")
-    engines = ["explore", "bmc", "hypothesis"] if settings.engine == "all" else [settings.engine]
-    options = {engine: settings.engine_options(engine) for engine in engines}  # every option refused before any engine runs
+def _session_check(spec_path: Path, settings: Settings, *, outputs: bool = True, progress: bool = False) -> Outcome:
+    """The session's check of one spec, with progress lines and the size warnings on stderr."""
+    printer = _Progress(progress)
     try:
-        # --max-seconds is wall-clock for the whole check of this spec: building the
-        # instance (a huge parameter) counts, and so does every engine after it.
-        with limited(_left(settings.max_seconds, started)):
-            inst = Instance(spec, settings.params)
-    except KeyboardInterrupt as exc:
-        return _setup_stopped(spec, spec_path, settings, exc, started, quiet=quiet, record=record)
-    # Where a counterexample would go, checked before the engine runs (a long check must not end in an unwritable folder).
-    out_dir = settings.out
-    if out_dir is None:
-        out_dir = _default_out(spec.name, settings.engine, settings.search_flags(inst.param_values, spec.default_params()))
-        if not quiet:
-            try:
-                inputs.check_output_dir(out_dir, "--out (default)")
-            except OwnershipError as exc:
-                raise OwnershipError(exc.code, f"{exc.message}; pass --out DIR to write elsewhere", exc.file) from None
-    if not quiet:
-        for line in _size_warnings(inst):
-            sys.stderr.write(line + "\n")
-    results = []
-    for engine in engines:
-        progress = _Progress(settings.progress and not quiet)
-        try:
-            with limited(_left(settings.max_seconds, started)):
-                results.append(run_engine(engine, inst, options[engine], progress=progress))
-        except KeyboardInterrupt as exc:
-            # A stop that arrived outside the engine's own handler (just before it started, or
-            # as it returned): keep a result that arrived, else say that nothing was reported.
-            if len(results) < engines.index(engine) + 1:
-                results.append(_stopped_result(spec, engine, settings, exc, started,
-                                               f"while {engine} was starting or returning", inst.param_values))
-        finally:
-            progress.done()
-        if results[-1].stop_reason is StopReason.INTERRUPTED:
-            break  # Ctrl-C or SIGTERM: the user wants the answer so far, not the next engine
-    if len(results) > 1:
-        disagreement = compare(results)
-        if disagreement:
-            raise OwnershipError(Code.ENGINE_DISAGREEMENT, f"engines disagree on {spec.name}: {disagreement}", str(spec_path))
-    result = results[0]
-    if quiet:
-        return result.exit_code, result
+        return session.check(spec_path, settings, outputs=outputs, progress=printer, warn=_warn if outputs else None)
+    finally:
+        printer.done()
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
+    """What ``ownership check`` prints for one spec: the report, the other engines, the files, the reproduce line."""
+    from ownership.render.text import result_report
+
+    spec, result = outcome.spec, outcome.result
+    if outcome.stopped_in_setup:
+        for line in result_report(result):
+            typer.echo(line)
+        _record(record, outcome)
+        return
     doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
     ghosts = [v.name for v in spec.vars.values() if v.ghost]
     for line in result_report(result, invariant_doc=doc, ghosts=ghosts, derived=spec.derived_values.values()):
         typer.echo(line)
-    for other in results[1:]:
+    for other, relation, why in outcome.relations:
         # "agrees" only when both results promise something comparable; a sampled pass never does.
-        relation, why = relate(result, other)
         said = "NO VIOLATION FOUND (sampled)" if other.sampled and other.verdict.name == "BOUNDED_OK" else other.verdict.name
         typer.echo(f"  {relation}: {other.engine} says {said}: {why}; {other.coverage()}")
-    if settings.explain and result.trace is not None:
-        _explain(spec, result, settings)
-    written: list[Path] = []
-    if result.trace is not None:
-        from ownership.render.files import write_counterexample
-
-        formats = settings.formats if settings.render else ()
-        try:
-            with inputs.writing(out_dir, "--out"):
-                written = write_counterexample(result.trace, out_dir, formats=formats)
-        except OwnershipError as exc:
-            if exc.code is Code.OUTPUT_PATH:
-                raise
-            sys.stderr.write(exc.one_line() + " (trace.json and trace.dot were still written)\n")
-            written = [p for p in (out_dir / "trace.json", out_dir / "trace.dot") if p.exists()]
+    for line in outcome.explanation:
+        typer.echo(line)
+    if outcome.trace_dir is not None:
+        _write_error(outcome)
         typer.echo("")
-        typer.echo("  wrote " + ", ".join(str(p) for p in written))
-        typer.echo(f"  replay: ownership replay {out_dir / 'trace.json'}")
-    typer.echo(
-        "  reproduce: "
-        + reproduce_command(str(spec_path), inst.param_values, spec.default_params(), settings.reproduce_flags(next((r for r in results if r.engine == "hypothesis"), result)))
-    )
+        typer.echo("  wrote " + ", ".join(str(p) for p in outcome.files))
+        typer.echo(f"  replay: ownership replay {outcome.trace_dir / 'trace.json'}")
+    typer.echo(f"  reproduce: {outcome.reproduce}")
+    _record(record, outcome)
+
+
+def _write_error(outcome: Outcome) -> None:
+    if outcome.write_error is not None:
+        sys.stderr.write(outcome.write_error.one_line() + " (trace.json and trace.dot were still written)\n")
+
+
+def _record(record: list[Any] | None, outcome: Outcome) -> None:
+    """Add the CI reports' record of the run (see ``ownership.render.ci``)."""
     if record is not None:
         from ownership.render.ci import spec_run
 
-        record.append(spec_run(spec, spec_path, result, files=written))
-    return result.exit_code, result
+        record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files))
 
 
 ParamOpt = Annotated[
@@ -432,28 +225,34 @@ def check(
     inputs.check_count("--seed", seed, 0)
     inputs.check_count("--max-examples", max_examples, 1)
     inputs.check_count("--steps", steps, 1)
-    for flag, name in (("--minimize", minimize), ("--maximize", maximize)):
-        if name is not None and free and name not in free:
-            raise OwnershipError(Code.BAD_OPTION, f"{flag} {name}: not a --free parameter (free: {', '.join(free)})")
-    settings = _CheckSettings(
-        engine, _parse_params(param, free), max_depth, max_states, max_seconds, symmetry, deadlock,
-        tuple(invariant) if invariant else None, out, formats, render, progress,
-        solver_timeout, tuple(free or ()), tuple(where or ()), minimize, maximize, explain=explain,
+    inputs.check_optimised(tuple(free or ()), minimize, maximize)
+    settings = Settings(
+        engine=engine, params=_parse_params(param, free), max_depth=max_depth, max_states=max_states,
+        max_seconds=max_seconds, symmetry=symmetry, deadlock=deadlock, invariants=tuple(invariant) if invariant else None,
+        out=out, formats=formats, render=render, progress=progress, solver_timeout=solver_timeout,
+        free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
         seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,
     )
+    raise typer.Exit(int(_check_all(specs, settings, "check", junit, sarif, json_out, _print_check)))
+
+
+def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path | None, sarif: Path | None,
+               json_out: Path | None, show: Any) -> ExitCode:
+    """Check each spec in turn, print it with ``show``, write the CI reports; the worst exit code."""
     from ownership.render.ci import reporting
 
     worst = ExitCode.OK
     runs: list[Any] = []
-    with reporting(runs, command="check", junit=junit, sarif=sarif, json_path=json_out):
+    with reporting(runs, command=command, junit=junit, sarif=sarif, json_path=json_out):
         for i, spec_path in enumerate(specs):
             if i:
                 typer.echo("")
-            code, result = _run_check(spec_path, settings, record=runs)
-            worst = _worse(worst, code)
-            if result.stop_reason.name == "INTERRUPTED":
+            outcome = _session_check(spec_path, settings, progress=settings.progress)
+            show(outcome, runs)
+            worst = _worse(worst, outcome.exit_code)
+            if outcome.result.stop_reason.name == "INTERRUPTED":
                 break  # Ctrl-C or SIGTERM: stop here, with what was covered so far
-    raise typer.Exit(int(worst))
+    return worst
 
 
 def _check_limits(
@@ -465,19 +264,6 @@ def _check_limits(
     inputs.check_seconds("--max-seconds", max_seconds)
     inputs.check_seconds("--solver-timeout", solver_timeout)
     inputs.check_count("--max-domain", max_domain, 1)
-
-
-def _explain(spec: Any, result: Any, settings: _CheckSettings) -> None:
-    """``--explain``: the diagnosis of the violated invariant, under the counterexample."""
-    from ownership.engines.diagnose import DiagnoseOptions, diagnose_result
-    from ownership.render.text import explain_report
-
-    if result.violated not in spec.invariants:
-        typer.echo(f"\n  Explanation: not available for {result.violated} (only invariant violations are diagnosed)")
-        return
-    options = DiagnoseOptions(symmetry=settings.symmetry, **({"max_states": settings.max_states} if settings.max_states else {}))
-    for line in explain_report(diagnose_result(spec, result, options)):
-        typer.echo(line)
 
 
 @app.command()
@@ -505,16 +291,14 @@ def report(
     sections = []
     worst = ExitCode.OK
     for spec_path in specs:
-        settings = [
-            _CheckSettings(e, params, max_depth, max_states if e == "explore" else None, max_seconds if e == "explore" else None,
-                           symmetry, False, None, None, ("svg",), False, True, solver_timeout, max_domain=max_domain)
-            for e in engines
-        ]
         runs = []
-        for s in settings:
-            code, result = _run_check(spec_path, s, quiet=True)
-            worst = _worse(worst, code)
-            runs.append((result, s.reproduce_flags()))
+        for e in engines:
+            s = Settings(engine=e, params=params, max_depth=max_depth, max_states=max_states if e == "explore" else None,
+                         max_seconds=max_seconds if e == "explore" else None, symmetry=symmetry, render=False,
+                         solver_timeout=solver_timeout, max_domain=max_domain)
+            outcome = _session_check(spec_path, s, outputs=False)
+            worst = _worse(worst, outcome.exit_code)
+            runs.append((outcome.result, s.reproduce_flags()))
         sections.append(build_section(spec_path, runs, params, max_states=max_states, symmetry=symmetry))
         typer.echo(f"{spec_path}: " + ", ".join(
             f"{r.engine} {r.verdict.name}" + (f" ({r.qualifier()})" if r.vacuous else "") for r, _ in runs))
@@ -525,90 +309,6 @@ def report(
         out.write_text(html, encoding="utf-8")
     typer.echo(f"wrote {out}")
     raise typer.Exit(int(worst))
-
-
-def _left(max_seconds: float | None, started: float) -> float | None:
-    """Seconds left of the wall-clock limit (at least a millisecond: an engine still says what it covered)."""
-    if max_seconds is None:
-        return None
-    return max(max_seconds - (time.monotonic() - started), 0.001)
-
-
-def _setup_stopped(
-    spec: Any, spec_path: Path, settings: _CheckSettings, exc: BaseException, started: float, *,
-    quiet: bool, record: list[Any] | None,
-) -> tuple[ExitCode, Any]:
-    """Report a check stopped (time limit, Ctrl-C, SIGTERM) while the instance was being built: UNKNOWN."""
-    from ownership.render.text import result_report
-
-    result = _stopped_result(spec, settings.engine, settings, exc, started,
-                             "while building the instance (enumerating its actions and initial state): no state was checked")
-    if not quiet:
-        for line in result_report(result):
-            typer.echo(line)
-    if record is not None:
-        from ownership.render.ci import spec_run
-
-        record.append(spec_run(spec, spec_path, result))
-    return result.exit_code, result
-
-
-def _stopped_result(spec: Any, engine: str, settings: _CheckSettings, exc: BaseException, started: float, where: str,
-                    params: Any = None) -> Any:
-    """An UNKNOWN result for a check stopped outside an engine (which reports its own coverage)."""
-    from ownership.core.limits import stop_reason_of
-    from ownership.core.result import CheckResult, Stats, Verdict
-
-    reason = stop_reason_of(exc)
-    return CheckResult(
-        spec=spec.name, engine=engine, verdict=Verdict.UNKNOWN, stop_reason=reason,
-        stats=Stats(0, 0, 0, time.monotonic() - started), params=dict(settings.params if params is None else params),
-        invariants=tuple(settings.invariants or spec.invariants),
-        notes=(f"inconclusive: the run {reason.value} {where}",),
-    )
-
-
-SIZE_WARNING_CELLS = 512
-"""A state with more cells than this is wide: every state costs time and memory to hash, compare and store."""
-SIZE_WARNING_DOMAIN = 64
-"""A domain with more values than this multiplies the branching of every action that ranges over it."""
-SIZE_WARNING_INSTANCES = 1024
-"""More action instances (actions x argument values) than this: every state tries each of them."""
-
-
-def _size_warnings(inst: Any) -> list[str]:
-    """Warnings printed before a large instance is searched, with the sizes that make it large."""
-    sizes = dict(getattr(inst, "sizes", {}))
-    biggest = ", ".join(f"{name}={n:,}" for name, n in sorted(sizes.items(), key=lambda kv: -kv[1])[:3])
-    hint = "expect a slow search or one that runs out of memory: try smaller parameters, or bound it with --max-seconds"
-    out = []
-    cells = len(inst.init_state)
-    if cells > SIZE_WARNING_CELLS:
-        out.append(f"warning: wide state: {cells:,} cells per state (largest domains {biggest}); {hint}")
-    large = [f"{name} has {n:,} values" for name, n in sizes.items() if n > SIZE_WARNING_DOMAIN]
-    if large:
-        out.append(f"warning: large domain: {', '.join(large)}; {hint}")
-    n = len(inst.action_instances)
-    if n > SIZE_WARNING_INSTANCES:
-        out.append(f"warning: {n:,} action instances (actions x argument values) are tried in every state; {hint}")
-    return out
-
-
-def _default_out(spec_name: str, engine: str, flags: list[str] | None = None) -> Path:
-    """Where a counterexample goes without ``--out``.
-
-    The committed traces under ``counterexamples/<spec>/`` are those of the
-    plain ``ownership check SPEC`` (explorer, default parameters, no option
-    that changes the search).  Every other run writes beside them, in a
-    folder of its own: ``<engine>/`` for another engine with its defaults,
-    ``<engine>/<flags>/`` for any run with search options (``-p``, ``-i``,
-    ``--max-depth``, ``--free``, ...), so trying something never overwrites a
-    committed trace unless ``--out`` names it.
-    """
-    base = Path("counterexamples") / spec_name
-    if not flags:
-        return base if engine == "explore" else base / engine
-    return base / engine / inputs.run_slug(flags)
 
 
 def _worse(a: ExitCode, b: ExitCode) -> ExitCode:
@@ -803,7 +503,6 @@ def test_specs(
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
-    from ownership.core.expectation import judge
     from ownership.render.ci import error_run, reporting, skipped_run, spec_run
     from ownership.spec.loader import spec_files
 
@@ -818,10 +517,8 @@ def test_specs(
     runs: list[Any] = []
     with reporting(runs, command="test", junit=junit, sarif=sarif, json_path=json_out):
         for path in files:
-            from ownership.spec.loader import load_spec
-
             try:  # a spec that does not load or run is listed with its error; the others still run
-                spec = load_spec(path)
+                spec = session.load(path)
                 started = time.perf_counter()
                 if spec.expect is None:
                     typer.echo(f"SKIP  {spec.name}: declares no expected verdict")
@@ -836,18 +533,17 @@ def test_specs(
                         "ownership test applies --param to every spec in the folder",
                         spec.file, spec.line,
                     )
-                settings = _CheckSettings(
-                    "explore", params, None, None, max_seconds, symmetry, False, None, None, ("svg",), False, False,
-                    max_domain=max_domain,
-                )
-                _, result = _run_check(path, settings, quiet=True)
+                settings = Settings(params=params, max_seconds=max_seconds, symmetry=symmetry, progress=False,
+                                    out=out / spec.name if out is not None else None, max_domain=max_domain)
+                outcome = session.check(path, settings, spec=spec, outputs=False)
             except OwnershipError as exc:
                 typer.echo(f"ERROR  {path}: {exc.one_line()}")
                 runs.append(error_run(path, exc, mode="test"))
                 errors += 1
                 worst = _worse(worst, exc.exit_code)
                 continue
-            verdict = judge(spec.expect, result)
+            result, verdict = outcome.result, outcome.judgement
+            assert verdict is not None  # the spec declares an expectation
             ok = verdict.ok
             took = time.perf_counter() - started
             status = "PASS" if ok else "FAIL"
@@ -861,10 +557,10 @@ def test_specs(
 
             for w in result.vacuity():
                 typer.echo(f"      {warning_line(w)}")
-            written = _write_test_trace(result.trace, out / spec.name) if out is not None and result.trace is not None else []
-            if written:
-                typer.echo("      wrote " + ", ".join(str(p) for p in written))
-            runs.append(spec_run(spec, path, result, mode="test", files=written))
+            _write_error(outcome)
+            if outcome.files:
+                typer.echo("      wrote " + ", ".join(str(p) for p in outcome.files))
+            runs.append(spec_run(spec, path, result, mode="test", files=outcome.files))
             failures += not ok
             passed += ok
     skipped = len(files) - passed - failures - errors
@@ -874,17 +570,6 @@ def test_specs(
         + (f", {skipped} skipped" if skipped else "")
     )
     raise typer.Exit(int(_worse(worst, ExitCode.VIOLATION if failures else ExitCode.OK)))
-
-
-def _write_test_trace(trace: Any, out_dir: Path) -> list[Path]:
-    """``ownership test --out``: a counterexample's files; a failing renderer still leaves the text files."""
-    from ownership.render.files import write_counterexample
-
-    try:
-        return write_counterexample(trace, out_dir, formats=("svg",))
-    except OwnershipError as exc:
-        sys.stderr.write(exc.one_line() + " (trace.json and trace.dot were still written)\n")
-        return [p for p in (out_dir / "trace.json", out_dir / "trace.itf.json", out_dir / "trace.dot") if p.exists()]
 
 
 @app.command()
@@ -897,48 +582,9 @@ def graph(
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Export the reachable state graph (networkx) for other tools."""
-    from ownership.engines.graph import GraphOptions, state_graph, violating_nodes
-    from ownership.spec.instance import Instance
-    from ownership.spec.loader import load_spec
-
-    suffix = out.suffix.lower()
-    if suffix not in (".graphml", ".gexf", ".dot", ".gv"):
-        raise OwnershipError(Code.BAD_OPTION, f"--out {out}: use a .graphml, .gexf or .dot file")
-    inputs.check_count("--max-states", max_states, 1)
-    inputs.check_count("--max-domain", max_domain, 1)
     params = _parse_params(param)
-    spec = load_spec(spec_path)
-    inputs.check_instance_size(spec, params, max_domain)
-    inst = Instance(spec, params)
-    g = state_graph(inst, GraphOptions(max_states=max_states, symmetry=symmetry))
-    with inputs.writing(out, "--out"):
-        _write_graph(g, out, suffix)
-    bad = violating_nodes(g)
-    typer.echo(
-        f"wrote {out}: {g.number_of_nodes():,} states, {g.number_of_edges():,} transitions, "
-        f"{len(bad):,} violating states"
-    )
-
-
-def _write_graph(g: Any, out: Path, suffix: str) -> None:
-    """``ownership graph``'s file, in the format its suffix names."""
-    import networkx as nx
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".graphml":
-        nx.write_graphml(g, out)
-    elif suffix == ".gexf":
-        nx.write_gexf(g, out)
-    else:
-        lines = ["digraph states {"]
-        for n, d in g.nodes(data=True):
-            color = ', color="red"' if d["violates"] else ""
-            lines.append(f'  {n} [label="{n}\\nd={d["depth"]}"{color}];')
-        for a, b, d in g.edges(data=True):
-            label = d["action"].replace('"', "'")
-            lines.append(f'  {a} -> {b} [label="{label}"];')
-        lines.append("}")
-        out.write_text("\n".join(lines) + "\n")
+    g = session.export_graph(spec_path, out, params, max_states=max_states, symmetry=symmetry, max_domain=max_domain)
+    typer.echo(f"wrote {g.out}: {g.states:,} states, {g.transitions:,} transitions, {g.violating:,} violating states")
 
 
 @app.command()
@@ -958,67 +604,41 @@ def prove(
     out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
     max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase included (reached -> exit 3).")] = None,
+    junit: JunitOpt = None,
+    sarif: SarifOpt = None,
+    json_out: JsonOpt = None,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
-    from ownership.engines.bmc import BmcOptions
-    from ownership.engines.bmc import prove as run_prove
-    from ownership.render.files import write_counterexample
-    from ownership.render.text import result_report
-    from ownership.spec.instance import Instance
-    from ownership.spec.loader import load_spec
-
     inputs.check_count("--max-k", max_k, 0)
     inputs.check_seconds("--spacer-timeout", spacer_timeout)
     inputs.check_seconds("--solver-timeout", solver_timeout)
     inputs.check_count("--max-domain", max_domain, 1)
-    params = _parse_params(param, free)
-    worst = ExitCode.OK
-    for i, spec_path in enumerate(specs):
-        if i:
-            typer.echo("")
-        from ownership.core.limits import limited
+    settings = Settings(
+        engine="prove", params=_parse_params(param, free), max_seconds=max_seconds,
+        invariants=tuple(invariant) if invariant else None, out=out, solver_timeout=solver_timeout,
+        free=tuple(free or ()), where=tuple(where or ()), max_k=max_k, spacer=spacer, spacer_timeout=spacer_timeout,
+        reach_states=reach_states, max_domain=max_domain,
+    )
+    raise typer.Exit(int(_check_all(specs, settings, "prove", junit, sarif, json_out, _print_prove)))
 
-        started = time.monotonic()
-        spec = load_spec(spec_path)
-        inputs.check_instance_size(spec, params, max_domain)
-        settings = _CheckSettings("prove", params, None, None, max_seconds, True, False,
-                                  tuple(invariant) if invariant else None, out, (), False, False)
-        try:
-            with limited(_left(max_seconds, started)):
-                inst = Instance(spec, params)
-        except KeyboardInterrupt as exc:
-            code, _ = _setup_stopped(spec, spec_path, settings, exc, started, quiet=False, record=None)
-            worst = _worse(worst, code)
-            continue
-        # The claim's flags name the folder, as for check: only a plain prove writes counterexamples/<spec>/prove/.
-        claim = [f"{k}={v}" for k, v in inst.param_values.items() if spec.default_params().get(k) != v]
-        claim += [f"--{flag}={v}" for flag, vs in (("free", free), ("where", where), ("invariant", invariant)) for v in vs or ()]
-        out_dir = out if out is not None else _default_out(spec.name, "prove", claim)
-        if out is None:
-            inputs.check_output_dir(out_dir, "--out (default)")
-        options = BmcOptions(
-            max_k=max_k, solver_timeout=solver_timeout, free=tuple(free or ()), where=tuple(where or ()), spacer=spacer,
-            spacer_timeout=spacer_timeout, reach_states=reach_states,
-            invariants=tuple(invariant) if invariant else None,
-        )
-        progress = _Progress(True)
-        try:
-            # Every phase (encoding, widening, k-induction, the reachable set, Spacer) stops
-            # at the limit or on Ctrl-C/SIGTERM and reports how far it got.
-            with limited(_left(max_seconds, started)):
-                result = run_prove(inst, options, progress)
-        finally:
-            progress.done()
-        doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
-        for line in result_report(result, invariant_doc=doc, ghosts=[v.name for v in spec.vars.values() if v.ghost]):
+
+def _print_prove(outcome: Outcome, record: list[Any] | None) -> None:
+    """What ``ownership prove`` prints for one spec: the report and the files written."""
+    from ownership.render.text import result_report
+
+    spec, result = outcome.spec, outcome.result
+    if outcome.stopped_in_setup:
+        for line in result_report(result):
             typer.echo(line)
-        if result.trace is not None:
-            name = "cti" if result.trace.extra.get("cti") else "trace"
-            with inputs.writing(out_dir, "--out"):
-                written = write_counterexample(result.trace, out_dir / name if name == "cti" else out_dir)
-            typer.echo("  wrote " + ", ".join(str(p) for p in written))
-        worst = _worse(worst, result.exit_code)
-    raise typer.Exit(int(worst))
+        _record(record, outcome)
+        return
+    doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
+    for line in result_report(result, invariant_doc=doc, ghosts=[v.name for v in spec.vars.values() if v.ghost]):
+        typer.echo(line)
+    if outcome.trace_dir is not None:
+        _write_error(outcome)
+        typer.echo("  wrote " + ", ".join(str(p) for p in outcome.files))
+    _record(record, outcome)
 
 
 @app.command()

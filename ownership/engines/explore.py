@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ownership.core.limits import stop_reason_of
+from ownership.core.progress import Progress, ProgressFn
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import ActionTally, with_coverage
@@ -25,16 +25,8 @@ from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_sy
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance, State, invariant_value
 
-
-@dataclass(frozen=True)
-class Progress:
-    """A progress report during a long search."""
-
-    states: int
-    transitions: int
-    depth: int
-    frontier: int
-    seconds: float
+if TYPE_CHECKING:
+    from ownership.session.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -49,8 +41,24 @@ class ExploreOptions:
     invariants: tuple[str, ...] | None = None
     progress_every: float = 1.0
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExploreOptions:
+        """The explorer's options for a check (``--free``'s explorer is :class:`~ownership.engines.paramexplore.ParamOptions`)."""
+        if settings.minimize or settings.maximize:
+            raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
+        options = cls(max_depth=settings.max_depth, max_states=settings.max_states, max_seconds=settings.max_seconds,
+                      symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants)
+        options.validate()
+        return options
 
-ProgressFn = Callable[[Progress], None]
+    def validate(self) -> None:
+        """Refuse limits out of range (OWN015), named by their flags."""
+        from ownership import inputs
+
+        inputs.check_count("--max-depth", self.max_depth, 0)
+        inputs.check_count("--max-states", self.max_states, 1)
+        inputs.check_seconds("--max-seconds", self.max_seconds)
+
 
 
 def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
@@ -241,7 +249,7 @@ def _explore(inst: Instance, options: ExploreOptions, progress: ProgressFn | Non
                         return finish(Verdict.UNKNOWN, StopReason.TIME_LIMIT, depth + 1)
                     if progress is not None and now - last_report >= options.progress_every:
                         last_report = now
-                        progress(Progress(len(parent), transitions, depth, len(frontier), now - start))
+                        progress(Progress(now - start, len(parent), transitions, depth, len(frontier)))
             frontier = nxt
             if frontier:
                 depth += 1

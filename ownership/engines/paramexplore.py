@@ -26,11 +26,12 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from ownership.core.limits import stop_in, stop_reason_of
+from ownership.core.progress import Progress
 from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records, with_coverage
@@ -50,6 +51,9 @@ from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance, not_bool_error
 from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
+
+if TYPE_CHECKING:
+    from ownership.session.settings import Settings
 
 MAX_VALUES = 256
 """Most values a parameter-dependent count may take where spec code needs an int."""
@@ -71,6 +75,26 @@ class ParamOptions:
     max_seconds: float | None = None
     symmetry: bool = True
     invariants: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ParamOptions:
+        """The options of ``check --free`` with the explorer."""
+        if not settings.free:
+            raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
+        options = cls(free=tuple(settings.free), where=tuple(settings.where), minimize=settings.minimize,
+                      maximize=settings.maximize, max_depth=settings.max_depth, max_states=settings.max_states,
+                      max_seconds=settings.max_seconds, symmetry=settings.symmetry, invariants=settings.invariants)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        """Refuse limits out of range and an optimised parameter that is not free."""
+        from ownership import inputs
+
+        inputs.check_count("--max-depth", self.max_depth, 0)
+        inputs.check_count("--max-states", self.max_states, 1)
+        inputs.check_seconds("--max-seconds", self.max_seconds)
+        inputs.check_optimised(self.free, self.minimize, self.maximize)
 
 
 class _Solver:
@@ -585,7 +609,7 @@ def _search(inst: Instance, options: ParamOptions, view: _View, forker: _Forker,
                 if frontier:
                     depth += 1
                 if progress is not None:
-                    progress(_Progress(len(nodes), transitions, depth, len(frontier), time.perf_counter() - start))
+                    progress(Progress(time.perf_counter() - start, len(nodes), transitions, depth, len(frontier)))
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or --max-seconds: report what was covered
             stop = stop_reason_of(exc)
         except Exception as exc:  # a stop that came out of a Z3 call; anything else is re-raised
@@ -621,15 +645,6 @@ def _call(fn: Callable[..., Any], view: _View, args: Sequence[Any]) -> Callable[
         return fn(view, *args)
 
     return call
-
-
-@dataclass(frozen=True)
-class _Progress:
-    states: int
-    transitions: int
-    depth: int
-    frontier: int
-    seconds: float
 
 
 def _action_instances(inst: Instance, view: _View) -> list[tuple[Any, tuple[Any, ...]]]:
