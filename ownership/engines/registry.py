@@ -124,7 +124,7 @@ class ExploreEngine(ModuleEngine):
         return super().options(settings)
 
     def run(self, inst: Instance, options: Any, progress: ProgressFn | None) -> CheckResult:
-        if getattr(options, "free", ()):
+        if isinstance(options, _load(self.free_options_type)):
             result: CheckResult = _load(self.free_runner)(inst, options, progress)
             return result
         return super().run(inst, options, progress)
