@@ -219,3 +219,10 @@ def test_check_engine_prove_is_the_prove_command(tmp_path: Path) -> None:
     assert a.exit_code == b.exit_code == 0, (a.output, b.output)
     assert a.output.splitlines()[0] == b.output.splitlines()[0]
     assert a.output.splitlines()[0].startswith("PROVED")
+
+
+@pytest.mark.parametrize("flags", [["--max-depth", "3"], ["--max-states", "9"]])
+def test_check_engine_prove_refuses_the_search_limits_it_cannot_honour(flags: list[str]) -> None:
+    res = CliRunner().invoke(app, ["check", str(SAFE), "--engine", "prove", *flags])
+    assert res.exit_code == 2
+    assert res.output.startswith("error[OWN013]: ") and flags[0] in res.output

@@ -69,6 +69,9 @@ class BmcOptions:
     @classmethod
     def from_settings(cls, settings: Any) -> BmcOptions:
         """The options of ``bmc`` and ``prove`` (one type: prove reads the k-induction fields, bmc the depth)."""
+        if settings.engine == "prove" and (settings.max_depth is not None or settings.minimize or settings.maximize):
+            raise OwnershipError(Code.BAD_OPTION, "prove covers executions of any length: it takes no --max-depth, "
+                                 "--minimize or --maximize (use --engine bmc)")
         if settings.max_states is not None:
             if settings.engine == "prove":
                 raise OwnershipError(Code.BAD_OPTION, "--max-states is an explorer limit; prove takes --max-k, "
