@@ -126,6 +126,13 @@ def check_seconds(option: str, value: float | None) -> None:
         raise OwnershipError(Code.BAD_NUMBER, f"{option} must be a finite number of seconds above 0, got {value}")
 
 
+def check_optimised(free: Sequence[str], minimize: str | None, maximize: str | None) -> None:
+    """Refuse ``--minimize``/``--maximize`` of a parameter that is not ``--free`` (OWN013)."""
+    for flag, name in (("--minimize", minimize), ("--maximize", maximize)):
+        if name is not None and free and name not in free:
+            raise OwnershipError(Code.BAD_OPTION, f"{flag} {name}: not a --free parameter (free: {', '.join(free)})")
+
+
 # -- parameters --------------------------------------------------------------
 
 

@@ -546,7 +546,7 @@ def test_minimize_names_a_free_parameter() -> None:
 
 
 def test_engine_all_refuses_an_option_before_running_any_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ownership.engines as engines
+    import ownership.engines.registry as engines
 
     ran: list[str] = []
     real = engines.run_engine
@@ -559,7 +559,7 @@ def test_engine_all_refuses_an_option_before_running_any_engine(monkeypatch: pyt
 def test_output_paths_are_checked_before_any_engine_runs(
     flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ownership.engines as engines
+    import ownership.engines.registry as engines
 
     (tmp_path / "afile").write_text("")
     if not flags:

@@ -79,7 +79,7 @@ def test_engine_all_compares_and_reports_agreement() -> None:
 
 
 def test_engine_disagreement_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ownership.engines as engines
+    import ownership.engines.registry as engines
     from ownership.core.result import CheckResult, Stats
 
     real = engines.run_engine

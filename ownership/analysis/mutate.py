@@ -481,7 +481,7 @@ def _vacuous(result: Any) -> bool:
 
 def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress: ProgressFn | None = None) -> MutationReport:
     """Generate and check every mutant of the spec file ``path`` (see the module docstring)."""
-    from ownership.engines import run_engine
+    from ownership.engines.registry import run_engine
     from ownership.spec.instance import Instance
 
     p = Path(path)
@@ -597,7 +597,7 @@ def _classify(
     m: Mutant, file: Path, p: Path, spec: Any, params: dict[str, int], options: MutateOptions, engine_opts: Any,
     expected: str | None, base_inst: Any, original_graph: list[_Graph | str], start: float,
 ) -> MutantResult:
-    from ownership.engines import run_engine
+    from ownership.engines.registry import run_engine
     from ownership.spec.instance import Instance
 
     def done(outcome: str, detail: str) -> MutantResult:

@@ -253,9 +253,10 @@ class CheckResult:
         states = f"{s.states:,} distinct states" + (" (up to symmetry)" if sym else "")
         scope = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "this instance (no parameters)"
         base = f"{states}, {s.transitions:,} transitions, depth {s.depth}, {s.seconds:.2f}s"
-        if self.engine in ("bmc", "prove"):
+        # What the engine can decide says how its coverage reads (the registry declares it per engine).
+        if self.coverage_kind in (CoverageKind.BOUNDED, CoverageKind.PROOF):
             return self._solver_coverage()
-        if self.engine in ("hypothesis", "mbt"):
+        if self.coverage_kind is CoverageKind.SAMPLED:
             return self._random_coverage(scope)
         if self.verdict is Verdict.PROVED and self.stop_reason is StopReason.EXHAUSTED:
             return (

@@ -1,5 +1,7 @@
 """Checking engines.  Each takes an :class:`~ownership.spec.instance.Instance`
-and options and returns a :class:`~ownership.core.result.CheckResult`.
+and options and returns a :class:`~ownership.core.result.CheckResult`; the
+engines are looked up by name in :mod:`ownership.engines.registry`.  This
+module relates two engines' results (``--engine all``).
 
 Engines import their solvers (z3, hypothesis) inside their own modules, so
 listing or loading specs never pays for them.
@@ -7,36 +9,7 @@ listing or loading specs never pays for them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ownership.core.result import CheckResult, Verdict
-from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
-
-ENGINE_NAMES = ("explore", "bmc", "hypothesis", "all")
-"""Engines ``--engine`` accepts (``all`` runs every engine and compares them)."""
-
-
-def run_engine(name: str, inst: Instance, options: Any, progress: Any = None) -> CheckResult:
-    """Run the engine called ``name`` on ``inst`` with that engine's options object."""
-    if name == "explore":
-        if getattr(options, "free", ()):
-            from ownership.engines.paramexplore import explore_params
-
-            return explore_params(inst, options, progress)
-        from ownership.engines.explore import explore
-
-        return explore(inst, options, progress)
-    if name == "bmc":
-        from ownership.engines.bmc import bmc
-
-        return bmc(inst, options, progress)
-    if name == "hypothesis":
-        from ownership.engines.stateful import check_stateful
-
-        return check_stateful(inst, options, progress)
-    raise OwnershipError(Code.BAD_OPTION, f"unknown engine {name!r} (available: {', '.join(ENGINE_NAMES)})")
-
 
 AGREES = "agrees"
 MISSED = "missed"

@@ -23,6 +23,7 @@ from typing import Any
 import z3
 
 from ownership.core.limits import raise_if_canceled, stop_in, stop_reason_of
+from ownership.core.progress import Progress
 from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
@@ -64,6 +65,39 @@ class BmcOptions:
     spacer_timeout: float = 600.0
     reach_states: int = 200_000
     """``prove``: largest explicit reachable set tried as an inductive invariant (0: never)."""
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> BmcOptions:
+        """The options of ``bmc`` and ``prove`` (one type: prove reads the k-induction fields, bmc the depth)."""
+        if settings.engine == "prove" and (settings.max_depth is not None or settings.minimize or settings.maximize):
+            raise OwnershipError(Code.BAD_OPTION, "prove covers executions of any length: it takes no --max-depth, "
+                                 "--minimize or --maximize (use --engine bmc)")
+        if settings.max_states is not None:
+            if settings.engine == "prove":
+                raise OwnershipError(Code.BAD_OPTION, "--max-states is an explorer limit; prove takes --max-k, "
+                                     "--reach-states, --solver-timeout and --max-seconds")
+            raise OwnershipError(Code.BAD_OPTION, "--max-states is an explorer limit; bmc takes --max-depth, "
+                                 "--solver-timeout and --max-seconds")
+        options = cls(
+            max_depth=settings.max_depth if settings.max_depth is not None else cls.max_depth,
+            max_k=settings.max_k, solver_timeout=settings.solver_timeout, free=tuple(settings.free),
+            where=tuple(settings.where), minimize=settings.minimize, maximize=settings.maximize,
+            invariants=settings.invariants, symmetry=settings.symmetry, spacer=settings.spacer,
+            spacer_timeout=settings.spacer_timeout, reach_states=settings.reach_states,
+        )
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        """Refuse values out of range (OWN015) and an optimised parameter that is not free."""
+        from ownership import inputs
+
+        inputs.check_count("--max-depth", self.max_depth, 0)
+        inputs.check_count("--max-k", self.max_k, 0)
+        inputs.check_count("--reach-states", self.reach_states, 0)
+        inputs.check_seconds("--solver-timeout", self.solver_timeout)
+        inputs.check_seconds("--spacer-timeout", self.spacer_timeout)
+        inputs.check_optimised(self.free, self.minimize, self.maximize)
 
 
 @dataclass
@@ -742,7 +776,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         solver.add(*un.commutation_order(k))
         solver.add(*[un.at(c, k + 1) for c in lemmas])
         if progress is not None:
-            progress(_Progress(k + 1, time.perf_counter() - start))
+            progress(Progress(time.perf_counter() - start, depth=k + 1))
         # No path of k+1 steps: every execution ends within k steps, all of them checked.
         answer = solver.check()
         if answer == z3.unsat:
@@ -753,15 +787,6 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
                 f"inconclusive: z3 answered unknown ({solver.reason_unknown()}) unrolling step {k + 1}"])
     return result(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, options.max_depth)
-
-
-@dataclass(frozen=True)
-class _Progress:
-    depth: int
-    seconds: float
-    states: int = 0
-    transitions: int = 0
-    frontier: int = 0
 
 
 def _opts(options: BmcOptions) -> dict[str, Any]:
@@ -933,7 +958,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
             for b in range(a + 1, k + 2):
                 s.add(z3.Or(*[x != y for x, y in zip(step.state(a), step.state(b), strict=True)]))
         if progress is not None:
-            progress(_Progress(k, time.perf_counter() - start))
+            progress(Progress(time.perf_counter() - start, depth=k))
         answer = s.check()
         if answer == z3.unsat:
             return done(Verdict.PROVED, StopReason.INDUCTION, k + 1,
@@ -965,7 +990,7 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
             now = time.perf_counter()
             if progress is not None and now - last[0] >= 1.0:  # at most one line a second
                 last[0] = now
-                progress(_Progress(depth, now - start, states, transitions, frontier))
+                progress(Progress(now - start, states, transitions, depth, frontier))
 
         cert = _reachable_certificate(sym, inst, options, all_invs, overflows, report)
         if cert.outcome == "proved":

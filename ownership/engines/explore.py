@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ownership.core.progress import ProgressFn
 from ownership.core.replay import build_trace
@@ -22,6 +22,9 @@ from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visito
 from ownership.engines.symcheck import check_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import ActionInstance, Instance, State, Successor, invariant_value, select_invariants
+
+if TYPE_CHECKING:
+    from ownership.session.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,24 @@ class ExploreOptions:
     deadlock: bool = False
     invariants: tuple[str, ...] | None = None
     progress_every: float = 1.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExploreOptions:
+        """The explorer's options for a check (``--free``'s explorer is :class:`~ownership.engines.paramexplore.ParamOptions`)."""
+        if settings.minimize or settings.maximize:
+            raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
+        options = cls(max_depth=settings.max_depth, max_states=settings.max_states, max_seconds=settings.max_seconds,
+                      symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        """Refuse limits out of range (OWN015), named by their flags."""
+        from ownership import inputs
+
+        inputs.check_count("--max-depth", self.max_depth, 0)
+        inputs.check_count("--max-states", self.max_states, 1)
+        inputs.check_seconds("--max-seconds", self.max_seconds)
 
 
 class _Checker(Visitor):

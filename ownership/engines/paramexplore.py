@@ -27,7 +27,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -52,6 +52,9 @@ from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import ActionInstance, Instance, State, Successor, not_bool_error, select_invariants
 from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 
+if TYPE_CHECKING:
+    from ownership.session.settings import Settings
+
 MAX_VALUES = 256
 """Most values a parameter-dependent count may take where spec code needs an int."""
 
@@ -72,6 +75,26 @@ class ParamOptions:
     max_seconds: float | None = None
     symmetry: bool = True
     invariants: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ParamOptions:
+        """The options of ``check --free`` with the explorer."""
+        if not settings.free:
+            raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
+        options = cls(free=tuple(settings.free), where=tuple(settings.where), minimize=settings.minimize,
+                      maximize=settings.maximize, max_depth=settings.max_depth, max_states=settings.max_states,
+                      max_seconds=settings.max_seconds, symmetry=settings.symmetry, invariants=settings.invariants)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        """Refuse limits out of range and an optimised parameter that is not free."""
+        from ownership import inputs
+
+        inputs.check_count("--max-depth", self.max_depth, 0)
+        inputs.check_count("--max-states", self.max_states, 1)
+        inputs.check_seconds("--max-seconds", self.max_seconds)
+        inputs.check_optimised(self.free, self.minimize, self.maximize)
 
 
 class _Solver:

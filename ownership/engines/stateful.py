@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
@@ -44,12 +44,16 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ownership.core.limits import stop_reason_of
+from ownership.core.progress import Progress, ProgressFn
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import Element
 from ownership.spec.instance import ActionInstance, Instance, State, Successor, select_invariants
+
+if TYPE_CHECKING:
+    from ownership.session.settings import Settings
 
 PICKS = "picks"
 """Name of the rule argument that carries the values of ``s.choose``."""
@@ -73,20 +77,35 @@ class HypothesisOptions:
     walks: int | None = None
     """Swarm random walks tried before Hypothesis' search (``None``: five per example; 0: none)."""
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HypothesisOptions:
+        """The random engine's options for a check (the search limits of the other engines are refused)."""
+        if settings.free or settings.max_states is not None or settings.max_depth is not None:
+            raise OwnershipError(
+                Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize "
+                "and --max-seconds (not --free, --max-states or --max-depth)"
+            )
+        options = cls(
+            max_examples=settings.max_examples if settings.max_examples is not None else cls.max_examples,
+            steps=settings.steps if settings.steps is not None else cls.steps,
+            seed=settings.seed, derandomize=settings.derandomize, invariants=settings.invariants, walks=settings.walks,
+        )
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        """Refuse counts out of range (OWN015), named by their flags."""
+        from ownership import inputs
+
+        inputs.check_count("--seed", self.seed, 0)
+        inputs.check_count("--max-examples", self.max_examples, 1)
+        inputs.check_count("--steps", self.steps, 1)
+        inputs.check_count("--walks", self.walks, 0)
+
     @property
     def walk_budget(self) -> int:
         """How many random walks run before Hypothesis."""
         return 5 * self.max_examples if self.walks is None else self.walks
-
-
-@dataclass(frozen=True)
-class StatefulProgress:
-    """A progress report during a random run."""
-
-    examples: int
-    steps: int
-    states: int
-    seconds: float
 
 
 class InvariantViolation(AssertionError):  # noqa: N818 - a failed check, like AssertionError
@@ -138,7 +157,7 @@ class SpecMachine(RuleBasedStateMachine):
     _checked: tuple[str, ...]
     _by_action: Mapping[str, Sequence[ActionInstance]]
     _log: RunLog | None = None
-    _progress: Callable[[StatefulProgress], None] | None = None
+    _progress: ProgressFn | None = None
     _progress_every: float = 1.0
     _strategies: dict[tuple[Any, ...], st.SearchStrategy[Any]]
 
@@ -269,7 +288,7 @@ class SpecMachine(RuleBasedStateMachine):
             now = time.monotonic()
             if now >= log.next_progress:
                 log.next_progress = now + self._progress_every
-                self._progress(StatefulProgress(log.walks + log.examples, log.steps, len(log.states), now - log.started))
+                self._progress(Progress(now - log.started, len(log.states), examples=log.walks + log.examples, steps=log.steps))
 
     def teardown(self) -> None:
         if self._log is not None:
@@ -430,7 +449,7 @@ def _first_failing(inst: Instance, state: State, checked: Sequence[str], flags: 
 
 
 def _walks(inst: Instance, checked: Sequence[str], options: HypothesisOptions, rng: random.Random,
-           log: RunLog, progress: Callable[[StatefulProgress], None] | None) -> tuple[Path, str] | None:
+           log: RunLog, progress: ProgressFn | None) -> tuple[Path, str] | None:
     """Swarm random walks from the initial state: the first one that breaks an invariant, or ``None``.
 
     Each walk draws uniformly among the enabled actions (then among their
@@ -456,7 +475,7 @@ def _walks(inst: Instance, checked: Sequence[str], options: HypothesisOptions, r
             now = time.monotonic()
             if now >= log.next_progress:
                 log.next_progress = now + options.progress_every
-                progress(StatefulProgress(log.walks, log.steps, len(log.states), now - log.started))
+                progress(Progress(now - log.started, len(log.states), examples=log.walks, steps=log.steps))
         for _step in range(options.steps):
             enabled = {a: [ai for ai in by_action[a] if inst.first_outcome(state, ai) is not None] for a in names}
             choices = [a for a in names if enabled[a] and a not in left_out] or [a for a in names if enabled[a]]
@@ -597,7 +616,7 @@ def _capturing(lines: list[str]) -> Iterator[None]:
 
 
 def check_stateful(
-    inst: Instance, options: HypothesisOptions = HypothesisOptions(), progress: Callable[[StatefulProgress], None] | None = None
+    inst: Instance, options: HypothesisOptions = HypothesisOptions(), progress: ProgressFn | None = None
 ) -> CheckResult:
     """Run random interleavings of ``inst`` until an invariant fails or the examples run out."""
     from hypothesis.stateful import get_state_machine_test

@@ -46,7 +46,7 @@ from ownership.core.result import CheckResult, Verdict
 from ownership.errors import Code, OwnershipError, SpecWarning
 from ownership.spec.model import Derived, Expect, Spec
 
-Mode = Literal["check", "test"]
+Mode = Literal["check", "test", "prove"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 RESULTS_FORMAT = "ownership-results"

@@ -85,8 +85,8 @@ def _exec_spec_module(p: Path, source: str) -> ModuleType:
         sys.meta_path.remove(finder)
     # A derived spec loaded later imports this file by its plain name: point that
     # name at this load, not at an earlier one, so both see the same Spec object.
-    alias = sys.modules.get(p.stem)
-    if alias is not None and getattr(alias, "__file__", None) and Path(alias.__file__).resolve() == p.resolve():
+    alias_file = getattr(sys.modules.get(p.stem), "__file__", None)
+    if alias_file and Path(alias_file).resolve() == p.resolve():
         sys.modules[p.stem] = module
     return module
 

@@ -18,6 +18,7 @@ _EXPORTS = {
     "assert_safe": "ownership.testing.assertions",
     "assert_violates": "ownership.testing.assertions",
     "run_check": "ownership.testing.assertions",
+    "check_outcome": "ownership.testing.assertions",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ownership.core.expectation import judge
 from ownership.core.result import CheckResult
 from ownership.spec.model import Expect, Spec
+
+if TYPE_CHECKING:
+    from ownership.session import Outcome
 
 
 def _spec(spec: Spec | str | Path) -> tuple[Spec, str | None]:
@@ -40,45 +44,32 @@ def run_check(
     max_seconds: float | None = None,
     symmetry: bool = True,
 ) -> CheckResult:
-    """Check ``spec`` (a Spec or a spec file) with one engine; ``all`` runs every engine and compares them.
+    """Check ``spec`` (a Spec or a spec file) with one engine, or ``all`` (every engine, compared).
 
-    Bad input (an unknown engine or parameter, a broken spec) raises
+    The session of ``ownership test`` runs it, so engines get exactly the
+    options the command line gives them; nothing is written.  Bad input (an
+    unknown engine or parameter, a broken spec) raises
     :class:`~ownership.errors.OwnershipError`; engines that disagree raise
-    OWN040.  With ``all`` the explorer's result is returned.
+    OWN040.  With ``all`` the reference engine's result is returned.
     """
-    # The settings object of the command line, so engines get exactly the options `ownership test` gives them.
-    from ownership.cli import _CheckSettings
-    from ownership.engines import ENGINE_NAMES, compare, run_engine
-    from ownership.errors import Code, OwnershipError
-    from ownership.spec.instance import Instance
+    return check_outcome(spec, engine, params, max_seconds=max_seconds, symmetry=symmetry).result
 
-    the_spec, _ = _spec(spec)
-    if engine not in ENGINE_NAMES:
-        raise OwnershipError(Code.BAD_OPTION, f"unknown engine {engine!r} (available: {', '.join(ENGINE_NAMES)})")
-    settings = _CheckSettings(
-        engine=engine,
-        params=dict(params or {}),
-        max_depth=None,
-        max_states=None,
-        max_seconds=max_seconds,
-        symmetry=symmetry,
-        deadlock=False,
-        invariants=None,
-        out=None,
-        formats=("svg",),
-        render=False,
-        progress=False,
-    )
-    inst = Instance(the_spec, settings.params)
-    engines = ["explore", "bmc"] if engine == "all" else [engine]
-    results = [run_engine(e, inst, settings.engine_options(e)) for e in engines]
-    if len(results) > 1:
-        disagreement = compare(results)
-        if disagreement:
-            raise OwnershipError(
-                Code.ENGINE_DISAGREEMENT, f"engines disagree on {the_spec.name}: {disagreement}", the_spec.file
-            )
-    return results[0]
+
+def check_outcome(
+    spec: Spec | str | Path,
+    engine: str = "explore",
+    params: Mapping[str, int] | None = None,
+    *,
+    max_seconds: float | None = None,
+    symmetry: bool = True,
+) -> Outcome:
+    """:func:`run_check`'s whole session outcome (every engine's result, the judgement, the reproduce line)."""
+    from ownership import session
+
+    the_spec, path = _spec(spec)
+    settings = session.Settings(engine=engine, params=dict(params or {}), max_seconds=max_seconds, symmetry=symmetry,
+                                progress=False)
+    return session.check(Path(path) if path is not None else None, settings, spec=the_spec, outputs=False)
 
 
 def failure_report(result: CheckResult, spec: Spec, spec_path: str | None = None) -> list[str]:

@@ -57,7 +57,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=None,
         metavar="ENGINE",
-        help="Engine to check specs with: explore (default), bmc, or all (both); repeatable or comma-separated.",
+        help="Engine to check specs with: explore (default), bmc, hypothesis, prove, or all (explore, bmc and hypothesis); repeatable or comma-separated.",
     )
     group.addoption(
         "--ownership-out",
@@ -75,7 +75,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _engines(config: pytest.Config) -> tuple[str, ...]:
-    from ownership.engines import ENGINE_NAMES
+    from ownership.engines import registry
+    from ownership.errors import OwnershipError
 
     raw = config.getoption("ownership_engine") or [_DEFAULT_ENGINE]
     names: list[str] = []
@@ -83,14 +84,14 @@ def _engines(config: pytest.Config) -> tuple[str, ...]:
         for name in (n.strip() for n in str(item).split(",")):
             if not name:
                 continue
-            if name not in ENGINE_NAMES:
+            try:
+                # `all` is every engine of registry.ALL, each as its own items (the CLI's `all` compares them too).
+                expanded = registry.expand(name)
+            except OwnershipError:
                 raise pytest.UsageError(
-                    f"--ownership-engine {name!r}: unknown engine (available: {', '.join(ENGINE_NAMES)})"
-                )
-            # `all` is every engine, each as its own items (the CLI's `all` compares them instead).
-            for engine in ("explore", "bmc") if name == "all" else (name,):
-                if engine not in names:
-                    names.append(engine)
+                    f"--ownership-engine {name!r}: unknown engine (available: {', '.join(registry.ENGINE_NAMES)})"
+                ) from None
+            names += [engine for engine in expanded if engine not in names]
     return tuple(names)
 
 
@@ -208,8 +209,7 @@ class SpecFile(pytest.File):
 
     def _write(self, result: CheckResult, engine: str) -> tuple[str, ...]:
         """The counterexample's files (a renderer failure keeps the text files and says so)."""
-        from ownership.errors import OwnershipError
-        from ownership.render.files import write_counterexample
+        from ownership.session import write_trace
 
         assert result.trace is not None
         out = self.config.getoption("ownership_out")
@@ -223,12 +223,9 @@ class SpecFile(pytest.File):
                 import tempfile
 
                 folder = Path(tempfile.mkdtemp(prefix=f"ownership-{self.spec.name}-{engine}-"))
-        try:
-            written = write_counterexample(result.trace, folder, formats=("svg",))
-        except OwnershipError as exc:
-            written = [p for p in (folder / "trace.json", folder / "trace.dot") if p.exists()]
-            return (*(str(p) for p in written), f"(no picture: {exc.one_line()})")
-        return tuple(str(p) for p in written)
+        written, error = write_trace(result.trace, folder, ("svg",))
+        note = (f"(no picture: {error.one_line()})",) if error is not None else ()
+        return (*(str(p) for p in written), *note)
 
 
 class SpecFailureError(Exception):

@@ -1,0 +1,94 @@
+"""The ``ownership`` command line.
+
+Exit codes (every command): 0 no violation within the stated bounds, 1 a
+violation (or, for ``replay``, a trace that does not replay), 2 usage or spec
+error, 3 inconclusive, 4 internal error.  Errors are one line:
+``error[OWN0xx]: file:line: message``.
+
+The commands parse their flags and print; the work is the session's
+(:mod:`ownership.session`).  :mod:`ownership.cli.checking` holds ``check``,
+``prove``, ``test`` and ``report``; :mod:`ownership.cli.tools` the others;
+:mod:`ownership.cli.common` the options they share.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.20 vendors click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
+from ownership.errors import Code, ExitCode, OwnershipError
+
+
+class _Group(TyperGroup):
+    """Turns every usage error and user error into one line and a distinct exit code."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click_exc.NoSuchOption as exc:
+            possible = getattr(exc, "possibilities", None)
+            hint = f" (did you mean {', '.join(possible)}?)" if possible else ""
+            _die(OwnershipError(Code.BAD_OPTION, f"unknown option {exc.option_name}{hint}; see --help"))
+        except click_exc.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `ownership`: show the help
+                sys.stderr.write(exc.format_message() + "\n")
+                sys.exit(int(ExitCode.USAGE))
+            _die(OwnershipError(Code.BAD_OPTION, f"{exc.format_message()}; see --help"))
+        except typer.Abort:
+            sys.stderr.write("interrupted\n")
+            sys.exit(130)
+        except OwnershipError as exc:
+            _die(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug in ownership itself: say so, keep the details
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.write(f"internal error: {type(exc).__name__}: {exc} (this is a bug in ownership)\n")
+            sys.exit(int(ExitCode.INTERNAL))
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _die(exc: OwnershipError) -> None:
+    sys.stderr.write(exc.one_line() + "\n")
+    sys.exit(int(exc.exit_code))
+
+
+app = typer.Typer(
+    cls=_Group,
+    add_completion=False,
+    no_args_is_help=True,
+    help="Model checker for KV-cache page ownership protocols. Exit codes: 0 safe within the stated bounds, "
+    "1 violation, 2 usage/spec error, 3 inconclusive.",
+    pretty_exceptions_enable=False,
+)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+
+
+def _register() -> None:
+    """The commands, in the order ``--help`` lists them."""
+    from ownership.cli import checking, tools
+
+    for name, command in (
+        ("check", checking.check), ("report", checking.report), ("list", tools.list_specs), ("mbt", tools.mbt),
+        ("replay", tools.replay), ("render", tools.render), ("test", checking.test_specs), ("graph", tools.graph),
+        ("prove", checking.prove), ("mutate", tools.mutate),
+    ):
+        app.command(name)(command)
+
+
+_register()
