@@ -124,7 +124,7 @@ def test_hypothesis_names_the_first_declared_invariant_as_explore_does(tmp_path:
 def test_a_sampled_pass_is_visibly_sampled_in_every_format(tmp_path: Path) -> None:
     j, x, s = tmp_path / "r.json", tmp_path / "r.xml", tmp_path / "r.sarif"
     code, out = _cli("check", str(CORPUS / "toy_safe_counter.py"), "--engine", "hypothesis", "--max-examples", "5",
-                     "--steps", "5", "--seed", "1", "--json", str(j), "--junit", str(x), "--sarif", str(s))
+                     "--steps", "5", "--seed", "1", "--no-progress", "--json", str(j), "--junit", str(x), "--sarif", str(s))
     assert code == 0, out
     assert out.startswith("NO VIOLATION FOUND (sampled)  toy_safe_counter (hypothesis)")
     assert "PROVED" not in out and "BOUNDED_OK" not in out.splitlines()[0]
