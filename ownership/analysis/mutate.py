@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ownership.engines.search import Visitor
 from ownership.errors import Code, OwnershipError
 
 KINDS = ("delete-require", "flip-compare", "swap-boolop", "negate-if", "drop-call", "const+1", "const-1")
@@ -359,19 +360,21 @@ ProgressFn = Callable[[int, int, MutantResult], None]
 
 
 def _engine_options(engine: str, seconds: float) -> Any:
-    if engine == "explore":
-        from ownership.engines.explore import ExploreOptions
+    """The options each mutant is checked with: the engine's own, from the settings of a limited check."""
+    from ownership.engines import registry
+    from ownership.session.settings import Settings
 
-        return ExploreOptions(max_seconds=seconds)
-    if engine == "bmc":
-        from ownership.engines.bmc import BmcOptions
+    if engine not in MUTATE_ENGINES:
+        raise OwnershipError(Code.BAD_OPTION, f"unknown engine {engine!r} for mutate "
+                             f"(available: {', '.join(MUTATE_ENGINES)})")
+    # explore stops at the time limit, bmc at a per-call solver limit; random runs repeat exactly.
+    settings = Settings(engine=engine, max_seconds=seconds if engine == "explore" else None,
+                        solver_timeout=seconds if engine == "bmc" else None, derandomize=engine == "hypothesis")
+    return registry.get(engine).options(settings)
 
-        return BmcOptions(solver_timeout=seconds)
-    if engine == "hypothesis":
-        from ownership.engines.stateful import HypothesisOptions
 
-        return HypothesisOptions(derandomize=True)
-    raise OwnershipError(Code.BAD_OPTION, f"unknown engine {engine!r} for mutate (available: explore, bmc, hypothesis)")
+MUTATE_ENGINES = ("explore", "bmc", "hypothesis")
+"""The engines ``ownership mutate`` checks mutants with."""
 
 
 def _load(path: Path, folder: Path) -> Any:
@@ -413,30 +416,45 @@ class _Graph:
 
 
 def _graph(inst: Any, deadline: float, max_states: int) -> _Graph | str:
-    """The full graph, or why it was not built (too big, out of time)."""
-    with inst.mode(recording=False):
-        init = inst.init_state
-        seen = {init}
-        edges: set[tuple[Any, str, Any]] = set()
-        fired: set[str] = set()
-        deadlocks = 0
-        queue = deque([init])
-        while queue:
-            if time.perf_counter() > deadline:
-                return "out of time while comparing state graphs"
-            st = queue.popleft()
-            succs = inst.expand(st)
-            if not succs and inst.spec.done is not None and not inst.is_terminal(st):
-                deadlocks += 1
-            for ai, sc in succs:
-                edges.add((st, ai.label, sc.state))
-                fired.add(ai.action.name)
-                if sc.state not in seen:
-                    if len(seen) >= max_states:
-                        return f"more than {max_states:,} states: state graphs not compared"
-                    seen.add(sc.state)
-                    queue.append(sc.state)
-        return _Graph(frozenset(seen), frozenset(edges), deadlocks, frozenset(fired), _stuck(inst, seen, edges))
+    """The full graph (every state, no symmetry), or why it was not built (too big, out of time)."""
+    from ownership.core.result import StopReason
+    from ownership.engines.search import BreadthFirst, Limits  # noqa: I001 - the engines load lazily
+
+    seconds = deadline - time.perf_counter()
+    if seconds <= 0:
+        return "out of time while comparing state graphs"
+    recorder = _GraphRecorder(inst)
+    search = BreadthFirst(inst, symmetry=False, limits=Limits(max_states=max_states, max_seconds=seconds))
+    stop = search.run(recorder).stop.reason
+    if stop is StopReason.STATE_LIMIT:
+        return f"more than {max_states:,} states: state graphs not compared"
+    if stop is not StopReason.EXHAUSTED:
+        return "out of time while comparing state graphs"
+    seen = set(recorder.states.values())
+    return _Graph(frozenset(seen), frozenset(recorder.edges), recorder.deadlocks, frozenset(recorder.fired),
+                  _stuck(inst, seen, recorder.edges))
+
+
+class _GraphRecorder(Visitor):
+    """Every state and labelled edge of the search, and the dead ends that are not terminal."""
+
+    def __init__(self, inst: Any) -> None:
+        self.inst = inst
+        self.states: dict[int, Any] = {}
+        self.edges: set[tuple[Any, str, Any]] = set()
+        self.fired: set[str] = set()
+        self.deadlocks = 0
+
+    def on_state(self, node: int, state: Any, depth: int) -> None:
+        self.states[node] = state
+
+    def on_edge(self, src: int, action: Any, succ: Any, dst: int) -> None:
+        self.edges.add((self.states[src], action.label, succ.state))
+        self.fired.add(action.action.name)
+
+    def on_dead_end(self, node: int, state: Any, depth: int) -> None:
+        if self.inst.spec.done is not None and not self.inst.is_terminal(state):
+            self.deadlocks += 1
 
 
 def _stuck(inst: Any, states: set[Any], edges: set[tuple[Any, str, Any]]) -> int:

@@ -209,10 +209,10 @@ def mutate(
     """
     import json
 
-    from ownership.analysis.mutate import MutateOptions, report_lines
+    from ownership.analysis.mutate import MUTATE_ENGINES, MutateOptions, report_lines
     from ownership.analysis.mutate import mutate as run_mutate
 
-    if engine not in ("explore", "bmc", "hypothesis"):
+    if engine not in MUTATE_ENGINES:
         raise OwnershipError(Code.BAD_OPTION, f"--engine {engine!r}: mutate runs explore, bmc or hypothesis")
     options = MutateOptions(engine=engine, max_seconds_per_mutant=max_seconds_per_mutant,
                             params=tuple(sorted(parse_params(param).items())))
