@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ownership.core.result import ActionCoverage, CheckResult, Measure, StopReason, Verdict
+from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Measure, StopReason, Verdict
 from ownership.errors import Code, SpecWarning
 from ownership.spec.instance import ActionInstance, Instance, Successor
 
@@ -116,7 +116,8 @@ def nothing_enabled_initially(inst: Instance) -> bool:
 def _never_runs(result: CheckResult, inst: Instance, actions: Sequence[ActionCoverage]) -> bool:
     if any(a.fired for a in actions):
         return False
-    if result.engine in ("bmc", "prove") and result.stop_reason is StopReason.EXHAUSTED and result.stats.depth == 0:
+    if result.coverage_kind in (CoverageKind.BOUNDED, CoverageKind.PROOF) and result.stop_reason is StopReason.EXHAUSTED \
+            and result.stats.depth == 0:
         return True  # the solver found no execution of even one step, for every value of a free parameter
     if any(v == "free" for v in result.params.values()):
         # The concrete instance holds default values only: trust a complete count over every value.

@@ -870,9 +870,7 @@ class Instance:
         first: dict[int, list[tuple[State, tuple[Any, ...]]]] = {}
         for ai, sc in out:
             first.setdefault(ai.index, []).append((sc.state, sc.picks))
-        was_recording = self.view.recording
-        object.__setattr__(self.view, "recording", False)
-        try:
+        with self.mode(recording=False):
             for ai in self.action_instances:
                 again: list[Successor] = []
                 self._run(state, ai, again)
@@ -896,8 +894,6 @@ class Instance:
                     "numbers, the clock, or module-level data that changes",
                     ai.action.file, ai.action.line,
                 )
-        finally:
-            object.__setattr__(self.view, "recording", was_recording)
 
     def _difference(self, a: list[tuple[State, tuple[Any, ...]]], b: list[tuple[State, tuple[Any, ...]]]) -> str:
         """The first difference between two successor lists, in words."""
