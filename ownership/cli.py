@@ -960,6 +960,7 @@ def prove(
     max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase included (reached -> exit 3).")] = None,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
+    from ownership.core.trace import TraceKind
     from ownership.engines.bmc import BmcOptions
     from ownership.engines.bmc import prove as run_prove
     from ownership.render.files import write_counterexample
@@ -1013,7 +1014,7 @@ def prove(
         for line in result_report(result, invariant_doc=doc, ghosts=[v.name for v in spec.vars.values() if v.ghost]):
             typer.echo(line)
         if result.trace is not None:
-            name = "cti" if result.trace.extra.get("cti") else "trace"
+            name = "cti" if result.trace.kind is TraceKind.CTI else "trace"
             with inputs.writing(out_dir, "--out"):
                 written = write_counterexample(result.trace, out_dir / name if name == "cti" else out_dir)
             typer.echo("  wrote " + ", ".join(str(p) for p in written))

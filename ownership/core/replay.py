@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ownership.core.trace import Step, Trace, changed_fields
+from ownership.core.trace import Step, Trace, TraceKind, changed_fields
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import ActionInstance, Instance, State
 
@@ -82,11 +82,8 @@ def _build_trace(
         steps=tuple(steps),
         violation=violation,
         engine=engine,
-        extra={
-            "schema": trace_schema(inst),
-            **({"deadlock": True} if deadlock else {}),
-            **({"cti": True} if start is not None else {}),
-        },
+        kind=TraceKind.CTI if start is not None else (TraceKind.DEADLOCK if deadlock else TraceKind.COUNTEREXAMPLE),
+        schema=trace_schema(inst),
     )
 
 
@@ -179,7 +176,7 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
         state: State = inst.from_json(trace.initial)
     except (ValueError, TypeError, KeyError) as exc:
         raise mismatch(f"initial state does not fit spec {inst.spec.name}: {exc}") from None
-    if state != inst.init_state and not trace.extra.get("cti"):
+    if state != inst.init_state and trace.kind is not TraceKind.CTI:
         diff = changed_fields(inst.to_json(inst.init_state), trace.initial)
         where = ", ".join(f"{k}: spec has {a!r}, trace has {b!r}" for k, a, b in diff[:3])
         return ReplayOutcome(False, f"initial state differs: {where}", 0)

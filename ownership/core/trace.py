@@ -5,6 +5,11 @@ action, its arguments, the nondeterministic picks it made (which free page
 went to which slot), the events it produced, and the resulting state.  States
 are stored in their named JSON form, so a trace file is readable by people
 and by other tools (see :mod:`ownership.core.itf` for ITF).
+
+A trace also says what kind of path it is (:class:`TraceKind`): a
+counterexample from the initial state, a deadlock, or a counterexample to
+induction whose first state need not be reachable; and it stores the spec's
+shape (``schema``) so it can be drawn without loading the spec.
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ownership.core.events import Event
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Event
 
 TRACE_FORMAT = "ownership-trace"
 TRACE_VERSION = 1
@@ -38,6 +44,17 @@ class Step:
         return f"{self.action}({', '.join(str(a) for a in self.args)})"
 
 
+class TraceKind(Enum):
+    """What a trace shows; the renderers word their headline and first row by it."""
+
+    COUNTEREXAMPLE = "counterexample"
+    """A path from the initial state (ending in ``violation`` when it is set)."""
+    DEADLOCK = "deadlock"
+    """A path from the initial state to a state where no action can run, though not every request is done."""
+    CTI = "counterexample-to-induction"
+    """A path from a state that satisfies every invariant but may be unreachable (``prove``'s induction step)."""
+
+
 @dataclass(frozen=True)
 class Trace:
     """A path through a spec's state space, usually ending in a violation."""
@@ -49,7 +66,9 @@ class Trace:
     steps: tuple[Step, ...]
     violation: str | None = None
     engine: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    kind: TraceKind = TraceKind.COUNTEREXAMPLE
+    schema: Mapping[str, Any] = field(default_factory=dict)
+    """The spec's shape as :func:`ownership.core.replay.trace_schema` writes it (empty when unknown)."""
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -80,8 +99,17 @@ class Trace:
                 }
                 for s in self.steps
             ],
-            **({"extra": dict(self.extra)} if self.extra else {}),
+            **({"extra": extra} if (extra := self._extra_json()) else {}),
         }
+
+    def _extra_json(self) -> dict[str, Any]:
+        """The ``extra`` object of the file format: the schema and the kind flags."""
+        out: dict[str, Any] = {"schema": dict(self.schema)} if self.schema else {}
+        if self.kind is TraceKind.DEADLOCK:
+            out["deadlock"] = True
+        elif self.kind is TraceKind.CTI:
+            out["cti"] = True
+        return out
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n"
@@ -132,9 +160,13 @@ class Trace:
             extra = {}
         if not isinstance(extra, dict):
             raise bad("field 'extra' must be an object")
-        problem = _schema_problem(extra.get("schema", {}))
+        schema = extra.get("schema", {})
+        problem = _schema_problem(schema)
         if problem:
             raise bad(f"field extra.schema: {problem}")
+        if extra.get("deadlock") and extra.get("cti"):
+            raise bad("field 'extra' marks the trace as both a deadlock and a counterexample to induction")
+        trace_kind = TraceKind.DEADLOCK if extra.get("deadlock") else (TraceKind.CTI if extra.get("cti") else TraceKind.COUNTEREXAMPLE)
         if data.get("violation") is not None and not isinstance(data["violation"], str):
             raise bad("field 'violation' must be an invariant name or null")
         return Trace(
@@ -145,7 +177,8 @@ class Trace:
             steps=tuple(steps),
             violation=data.get("violation"),
             engine=str(data.get("engine", "")),
-            extra=extra,
+            kind=trace_kind,
+            schema=schema,
         )
 
     @staticmethod
