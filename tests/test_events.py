@@ -175,7 +175,7 @@ def test_the_trace_kind_is_stored_as_the_flags_it_always_was() -> None:
         marked = json.loads(json.dumps(data))
         marked["extra"][flag] = True
         trace = Trace.from_json(marked)
-        assert trace.kind is kind and trace.schema == data["extra"]["schema"]
+        assert trace.kind is kind and trace.schema.to_json() == data["extra"]["schema"]
         assert json.loads(trace.dumps()) == marked
     both = json.loads(json.dumps(data))
     both["extra"].update(cti=True, deadlock=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ownership.core.events import Write
+from ownership.core.schema import UNKNOWN_SCHEMA
 from ownership.core.trace import Step, Trace, TraceKind
 from ownership.errors import Code, OwnershipError
 from ownership.render import graphviz_bin
@@ -78,7 +79,7 @@ def test_dot_has_lanes_and_pages(trace: Trace, dot: str) -> None:
 
 
 def test_dot_escapes_html(trace: Trace) -> None:
-    weird = dataclasses.replace(trace, spec="a<b>&\"c\" \u00e9", schema={})
+    weird = dataclasses.replace(trace, spec="a<b>&\"c\" \u00e9", schema=UNKNOWN_SCHEMA)
     text = trace_to_dot(weird)
     assert "a&lt;b&gt;&amp;&quot;c&quot; &#233;" in text
     assert text.isascii()

@@ -31,7 +31,7 @@ from ownership.core.trace import Trace
 
 @dataclass(frozen=True)
 class PoolShape:
-    """A page pool's state variables and pages, as the trace's schema names them."""
+    """A pool of the trace's schema whose state variables are all there: what the renderers draw."""
 
     name: str
     pages: tuple[str, ...]
@@ -44,20 +44,10 @@ class PoolShape:
 def pool_shapes(trace: Trace) -> tuple[PoolShape, ...]:
     """The schema's pools whose variables really are in the trace's states."""
     out: list[PoolShape] = []
-    for raw in trace.schema.get("pools", []) or []:
-        if not isinstance(raw, Mapping):
+    for raw in trace.schema.pools or ():
+        if raw.name is None or raw.pages is None or raw.free is None or raw.holders is None or raw.content is None:
             continue
-        try:
-            pool = PoolShape(
-                name=str(raw["name"]),
-                pages=tuple(str(p) for p in raw["pages"]),
-                free=str(raw["free"]),
-                holders=str(raw["holders"]),
-                content=str(raw["content"]),
-                slot=str(raw.get("slot") or ""),
-            )
-        except (KeyError, TypeError):
-            continue
+        pool = PoolShape(raw.name, raw.pages, raw.free, raw.holders, raw.content, raw.slot or "")
         if all(isinstance(trace.initial.get(v), Mapping) for v in (pool.free, pool.holders, pool.content)):
             out.append(pool)
     return tuple(out)

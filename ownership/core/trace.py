@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from ownership.core.events import Event
+from ownership.core.schema import UNKNOWN_SCHEMA, TraceSchema
 from ownership.errors import Code, OwnershipError
 
 TRACE_FORMAT = "ownership-trace"
@@ -67,8 +68,8 @@ class Trace:
     violation: str | None = None
     engine: str = ""
     kind: TraceKind = TraceKind.COUNTEREXAMPLE
-    schema: Mapping[str, Any] = field(default_factory=dict)
-    """The spec's shape as :func:`ownership.core.replay.trace_schema` writes it (empty when unknown)."""
+    schema: TraceSchema = UNKNOWN_SCHEMA
+    """The spec's shape, as :func:`ownership.core.replay.trace_schema` writes it."""
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -104,7 +105,8 @@ class Trace:
 
     def _extra_json(self) -> dict[str, Any]:
         """The ``extra`` object of the file format: the schema and the kind flags."""
-        out: dict[str, Any] = {"schema": dict(self.schema)} if self.schema else {}
+        schema = self.schema.to_json()
+        out: dict[str, Any] = {"schema": schema} if schema else {}
         if self.kind is TraceKind.DEADLOCK:
             out["deadlock"] = True
         elif self.kind is TraceKind.CTI:
@@ -160,10 +162,10 @@ class Trace:
             extra = {}
         if not isinstance(extra, dict):
             raise bad("field 'extra' must be an object")
-        schema = extra.get("schema", {})
-        problem = _schema_problem(schema)
-        if problem:
-            raise bad(f"field extra.schema: {problem}")
+        try:
+            schema = TraceSchema.from_json(extra.get("schema", {}))
+        except ValueError as exc:
+            raise bad(f"field extra.schema: {exc}") from None
         if extra.get("deadlock") and extra.get("cti"):
             raise bad("field 'extra' marks the trace as both a deadlock and a counterexample to induction")
         trace_kind = TraceKind.DEADLOCK if extra.get("deadlock") else (TraceKind.CTI if extra.get("cti") else TraceKind.COUNTEREXAMPLE)
@@ -198,46 +200,6 @@ class Trace:
         except json.JSONDecodeError as exc:
             raise OwnershipError(Code.TRACE_CORRUPT, f"not JSON: {exc.msg}", str(p), exc.lineno) from None
         return Trace.from_json(data, str(p))
-
-
-def _schema_problem(schema: Any) -> str | None:
-    """What is wrong with a trace's stored schema (what renderers read), or ``None``.
-
-    The schema is written by :func:`ownership.core.replay.trace_schema`; a
-    hand-edited one of the wrong shape would otherwise crash the renderer.
-    """
-    if not isinstance(schema, dict):
-        return "not an object"
-
-    def strings(value: Any) -> bool:
-        return isinstance(value, list) and all(isinstance(x, str) for x in value)
-
-    for key in ("requests", "per_request", "ghosts"):
-        if key in schema and schema[key] is not None and not strings(schema[key]):
-            return f"{key!r} must be a list of names"
-    for key in ("request_domain", "summary"):
-        if schema.get(key) is not None and not isinstance(schema[key], str):
-            return f"{key!r} must be a string"
-    pools = schema.get("pools")
-    if pools is not None:
-        if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
-            return "'pools' must be a list of objects"
-        for p in pools:
-            if not strings(p.get("pages", [])):
-                return "a pool's 'pages' must be a list of names"
-            for key in ("name", "free", "holders", "slot", "content"):
-                if p.get(key) is not None and not isinstance(p[key], str):
-                    return f"a pool's {key!r} must be a string"
-    actions = schema.get("actions")
-    if actions is not None:
-        if not isinstance(actions, dict) or not all(isinstance(a, dict) for a in actions.values()):
-            return "'actions' must map action names to objects"
-        for a in actions.values():
-            if a.get("line") is not None and (isinstance(a["line"], bool) or not isinstance(a["line"], int)):
-                return "an action's 'line' must be an integer"
-            if a.get("doc") is not None and not isinstance(a["doc"], str):
-                return "an action's 'doc' must be a string"
-    return None
 
 
 def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:

@@ -31,8 +31,6 @@ legend.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ownership.core.story import cell
 from ownership.core.trace import Trace
 from ownership.render.dot_model import (
@@ -111,21 +109,19 @@ def _legend_label(trace: Trace, model: DotModel) -> str:
         lanes = ("Each step runs in the lane of the request its action names; below the action: the fields it changed."
                  if model.requests else "Below each action: the fields it changed.")
         row(font(esc(lanes), size=10, colour=GREY))
-    actions = model.schema.get("actions")
-    if isinstance(actions, Mapping):
-        used = []
-        for step in trace.steps:
-            if step.action not in used:
-                used.append(step.action)
-        for name in used:
-            info = actions.get(name)
-            if not isinstance(info, Mapping):
-                continue
-            where = f" (line {info.get('line')})" if info.get("line") is not None else ""
-            rows.append(
-                f'<TR><TD ALIGN="LEFT">{font(esc(name + where), size=10, bold=True)}</TD>'
-                f'<TD ALIGN="LEFT">{font(esc(info.get("doc") or ""), size=10)}</TD></TR>'
-            )
+    used: list[str] = []
+    for step in trace.steps:
+        if step.action not in used:
+            used.append(step.action)
+    for name in used:
+        info = model.schema.actions.get(name)
+        if info is None:
+            continue
+        where = f" (line {info.line})" if info.line is not None else ""
+        rows.append(
+            f'<TR><TD ALIGN="LEFT">{font(esc(name + where), size=10, bold=True)}</TD>'
+            f'<TD ALIGN="LEFT">{font(esc(info.doc or ""), size=10)}</TD></TR>'
+        )
     if not rows:
         row(" ")
     return '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">' + "".join(rows) + "</TABLE>"

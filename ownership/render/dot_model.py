@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ownership.core.events import Alloc, Free, Read, Transfer, Write
+from ownership.core.schema import TraceSchema
 from ownership.core.story import PageHistory, PoolShape, Story, Violation, cell, pool_shapes, story_of
 from ownership.core.trace import Step, Trace, TraceKind
 
@@ -49,7 +50,7 @@ FOLD_UNTOUCHED = 4
 class DotModel:
     """Everything the picture needs, computed once from the trace."""
 
-    schema: Mapping[str, Any]
+    schema: TraceSchema
     requests: list[str]
     pools: list[PoolShape]
     lanes: list[str]
@@ -62,8 +63,8 @@ class DotModel:
 
     @staticmethod
     def of(trace: Trace) -> DotModel:
-        schema: Mapping[str, Any] = trace.schema if isinstance(trace.schema, Mapping) else {}
-        requests = [str(r) for r in schema.get("requests", []) or []]
+        schema = trace.schema
+        requests = [str(r) for r in schema.requests or ()]
         pools = list(pool_shapes(trace))
         lane_of_step = [_lane_of(step, requests) for step in trace.steps]
         # Requests that never act get no lane: an empty column only adds width.
@@ -72,7 +73,7 @@ class DotModel:
             lanes.append(NO_LANE)
         # Ghosts are the checker's bookkeeping and pool variables are drawn as
         # the page grid: neither belongs in a step's list of changed fields.
-        hidden = {str(g) for g in schema.get("ghosts", []) or []}
+        hidden = {str(g) for g in schema.ghosts or ()}
         for p in pools:
             hidden.update((p.free, p.holders, p.content, p.slot))
         model = DotModel(
@@ -82,7 +83,7 @@ class DotModel:
             lanes=lanes,
             lane_of_step=lane_of_step,
             hidden_vars=hidden,
-            per_request=set(str(v) for v in schema.get("per_request", []) or []),
+            per_request=set(str(v) for v in schema.per_request or ()),
             story=story_of(trace, pools),
             deadlock=trace.kind is TraceKind.DEADLOCK,
         )

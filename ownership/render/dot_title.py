@@ -110,7 +110,7 @@ def title_label(trace: Trace, model: DotModel) -> str:
         rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{text}</TD></TR>')
 
     row(font(esc(trace.spec), size=20, bold=True))
-    summary = model.schema.get("summary")
+    summary = model.schema.summary
     if summary:
         row(font(esc(summary), size=13))
     params = ", ".join(f"{k}={v}" for k, v in trace.params.items())

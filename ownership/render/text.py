@@ -143,8 +143,8 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
     else:
         lines.append(f"  {0:>3}  {'(initial state)':<32}")
     hidden = set(ghosts)
-    for pool in trace.schema.get("pools", []):
-        hidden.update((pool["free"], pool["holders"], pool["slot"]))
+    for pool in trace.schema.pools or ():
+        hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
     prev: Mapping[str, Any] = trace.initial
     for i, step in enumerate(trace.steps, start=1):
         changes = [
