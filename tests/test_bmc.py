@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from conftest import CORPUS, instance
 from ownership.cli import app
 from ownership.core.result import StopReason, Verdict
+from ownership.core.trace import TraceKind
 from ownership.engines.bmc import BmcOptions, bmc, prove
 from ownership.engines.explore import explore
 from ownership.errors import Code, OwnershipError
@@ -106,7 +107,7 @@ def test_induction_failure_shows_a_counterexample_to_induction_then_a_helper_fix
     path = SOLVER / "runaway_needs_helper.py"
     r = prove(Instance(load_spec(path)), BmcOptions(max_k=4, spacer=False, reach_states=0))
     assert r.verdict is Verdict.UNKNOWN and r.stop_reason is StopReason.INDUCTION_FAILED
-    assert r.trace is not None and r.trace.extra.get("cti")
+    assert r.trace is not None and r.trace.kind is TraceKind.CTI
     assert r.trace.initial["x"] > 0  # starts outside the reachable states
     assert r.trace.states[-1]["x"] >= 1000
     helped = tmp_path / "helped.py"

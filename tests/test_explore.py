@@ -6,6 +6,7 @@ import pytest
 
 from conftest import instance
 from ownership.core.result import StopReason, Verdict
+from ownership.core.trace import TraceKind
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 
@@ -104,7 +105,7 @@ def test_deadlock_check_is_opt_in() -> None:
     assert plain.verdict is Verdict.PROVED
     found = explore(instance("toy_deadlock"), ExploreOptions(deadlock=True))
     assert found.verdict is Verdict.VIOLATED and found.stop_reason is StopReason.DEADLOCK
-    assert found.trace is not None and found.trace.extra.get("deadlock")
+    assert found.trace is not None and found.trace.kind is TraceKind.DEADLOCK
     # One request holds both pages; the other waits forever.
     assert len(found.trace) == 1
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from ownership.core.itf import ACTION_TAKEN, NONDET_PICKS, to_itf_value, trace_to_itf, write_itf
-from ownership.core.trace import Trace
+from ownership.core.schema import UNKNOWN_SCHEMA
+from ownership.core.trace import Trace, TraceKind
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +86,7 @@ def test_mbt_variables(trace: Trace, itf: dict[str, Any]) -> None:
 
 
 def test_deadlock_and_empty(trace: Trace) -> None:
-    stuck = dataclasses.replace(trace, steps=trace.steps[:3], violation=None, extra={"deadlock": True})
+    stuck = dataclasses.replace(trace, steps=trace.steps[:3], violation=None, kind=TraceKind.DEADLOCK, schema=UNKNOWN_SCHEMA)
     doc = trace_to_itf(stuck)
     assert doc["#meta"]["deadlock"] is True
     assert "invariant" not in doc["#meta"]

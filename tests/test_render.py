@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from ownership.core.trace import Step, Trace
+from ownership.core.events import Write
+from ownership.core.schema import UNKNOWN_SCHEMA
+from ownership.core.trace import Step, Trace, TraceKind
 from ownership.errors import Code, OwnershipError
 from ownership.render import graphviz_bin
-from ownership.render.dot import RED, trace_to_dot
+from ownership.render.dot import trace_to_dot
+from ownership.render.dot_model import RED
 from ownership.render.files import write_counterexample
-from ownership.spec.instance import Event
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -77,7 +79,7 @@ def test_dot_has_lanes_and_pages(trace: Trace, dot: str) -> None:
 
 
 def test_dot_escapes_html(trace: Trace) -> None:
-    weird = dataclasses.replace(trace, spec="a<b>&\"c\" \u00e9", extra={})
+    weird = dataclasses.replace(trace, spec="a<b>&\"c\" \u00e9", schema=UNKNOWN_SCHEMA)
     text = trace_to_dot(weird)
     assert "a&lt;b&gt;&amp;&quot;c&quot; &#233;" in text
     assert text.isascii()
@@ -106,7 +108,7 @@ def test_dot_zero_steps_and_deadlock(trace: Trace) -> None:
     empty = trace_to_dot(dataclasses.replace(trace, steps=(), violation=None))
     assert "initial state" in empty
     assert "0 steps, no violation" in empty
-    stuck = dataclasses.replace(trace, steps=trace.steps[:10], violation=None, extra={**trace.extra, "deadlock": True})
+    stuck = dataclasses.replace(trace, steps=trace.steps[:10], violation=None, kind=TraceKind.DEADLOCK)
     assert "deadlock after step 10" in trace_to_dot(stuck)
 
 
@@ -122,7 +124,7 @@ def test_dot_unowned_write_is_primary() -> None:
     base = _minimal(1, violation="no_unowned_write")
     step = dataclasses.replace(
         base.steps[0],
-        events=(Event("write", (("pool", "decode"), ("req", "B"), ("page", "D3")), "no_unowned_write"),),
+        events=(Write(pool="decode", req="B", page="D3", violates="no_unowned_write"),),
     )
     text = trace_to_dot(dataclasses.replace(base, steps=(step,)))
     assert "B writes D3 in the decode pool, a page it does not hold (no_unowned_write)" in text
@@ -150,7 +152,7 @@ def test_fallback_pictures_render(trace: Trace, kind: str) -> None:
     elif kind == "zero":
         t = dataclasses.replace(trace, steps=(), violation=None)
     else:
-        t = dataclasses.replace(trace, steps=trace.steps[:4], violation=None, extra={**trace.extra, "deadlock": True})
+        t = dataclasses.replace(trace, steps=trace.steps[:4], violation=None, kind=TraceKind.DEADLOCK)
     assert b"<svg" in graphviz_bin.render(trace_to_dot(t), "svg")
 
 

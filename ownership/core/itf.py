@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ownership.core.trace import Trace
+from ownership.core.trace import Trace, TraceKind
 
 ITF_DESCRIPTION_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 """Where the format is described (ITF's ``format-description``)."""
@@ -84,7 +84,7 @@ def trace_to_itf(trace: Trace) -> dict[str, Any]:
     }
     if trace.violation is not None:
         meta["invariant"] = trace.violation
-    if trace.extra.get("deadlock"):
+    if trace.kind is TraceKind.DEADLOCK:
         meta["deadlock"] = True
     states: list[dict[str, Any]] = []
     for i, state in enumerate(trace.states):
@@ -108,7 +108,7 @@ def _description(trace: Trace) -> str:
     by = f" found by {trace.engine}" if trace.engine else ""
     if trace.violation is not None:
         return f"counterexample to {trace.violation} in {trace.spec} ({steps}){by}"
-    if trace.extra.get("deadlock"):
+    if trace.kind is TraceKind.DEADLOCK:
         return f"deadlock in {trace.spec} after {steps}{by}"
     return f"trace of {trace.spec} ({steps}){by}"
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ownership.core.trace import Step, Trace, changed_fields
+from ownership.core.schema import ActionInfo, PoolSchema, TraceSchema
+from ownership.core.trace import Step, Trace, TraceKind, changed_fields
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import ActionInstance, Instance, State
 
@@ -78,11 +79,8 @@ def _build_trace(
         steps=tuple(steps),
         violation=violation,
         engine=engine,
-        extra={
-            "schema": trace_schema(inst),
-            **({"deadlock": True} if deadlock else {}),
-            **({"cti": True} if start is not None else {}),
-        },
+        kind=TraceKind.CTI if start is not None else (TraceKind.DEADLOCK if deadlock else TraceKind.COUNTEREXAMPLE),
+        schema=trace_schema(inst),
     )
 
 
@@ -101,7 +99,7 @@ def _portable_path(path: str | None) -> str | None:
         return str(p)
 
 
-def trace_schema(inst: Instance) -> dict[str, object]:
+def trace_schema(inst: Instance) -> TraceSchema:
     """What a renderer needs to know about the spec's shape, stored in the trace.
 
     Names the request domain, each page pool's variables and pages, the
@@ -109,33 +107,25 @@ def trace_schema(inst: Instance) -> dict[str, object]:
     saved trace can be drawn without loading the spec.
     """
     spec = inst.spec
+    actions = {a.name: ActionInfo(a.line, (a.doc.splitlines() or [""])[0]) for a in spec.actions.values()}
     own = spec.extensions.get("ownership")
-    schema: dict[str, object] = {
-        "actions": {
-            a.name: {"line": a.line, "doc": (a.doc.splitlines() or [""])[0]} for a in spec.actions.values()
-        },
-        "summary": spec.summary,
-    }
-    if own is not None:
-        req = own.requests.name
-        schema["requests"] = list(inst.names[req])
-        schema["request_domain"] = req
-        schema["pools"] = [
-            {
-                "name": p.name,
-                "pages": list(inst.names[p.Page.name]),
-                "free": p.free_var,
-                "holders": p.holders_var,
-                "slot": p.slot_var,
-                "content": p.content_var,
-            }
+    if own is None:
+        return TraceSchema(actions=actions, summary=spec.summary)
+    req = own.requests.name
+    return TraceSchema(
+        actions=actions,
+        summary=spec.summary,
+        requests=tuple(inst.names[req]),
+        request_domain=req,
+        pools=tuple(
+            PoolSchema(p.name, tuple(inst.names[p.Page.name]), p.free_var, p.holders_var, p.slot_var, p.content_var)
             for p in own.pools
-        ]
-        schema["per_request"] = [
+        ),
+        per_request=tuple(
             v.name for v in spec.vars.values() if len(v.index) == 1 and v.index[0].name == req and not v.ghost
-        ]
-        schema["ghosts"] = [v.name for v in spec.vars.values() if v.ghost]
-    return schema
+        ),
+        ghosts=tuple(v.name for v in spec.vars.values() if v.ghost),
+    )
 
 
 def _display_args(inst: Instance, ai: ActionInstance) -> tuple[object, ...]:
@@ -175,7 +165,7 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
         state: State = inst.from_json(trace.initial)
     except (ValueError, TypeError, KeyError) as exc:
         raise mismatch(f"initial state does not fit spec {inst.spec.name}: {exc}") from None
-    if state != inst.init_state and not trace.extra.get("cti"):
+    if state != inst.init_state and trace.kind is not TraceKind.CTI:
         diff = changed_fields(inst.to_json(inst.init_state), trace.initial)
         where = ", ".join(f"{k}: spec has {a!r}, trace has {b!r}" for k, a, b in diff[:3])
         return ReplayOutcome(False, f"initial state differs: {where}", 0)

@@ -5,18 +5,25 @@ action, its arguments, the nondeterministic picks it made (which free page
 went to which slot), the events it produced, and the resulting state.  States
 are stored in their named JSON form, so a trace file is readable by people
 and by other tools (see :mod:`ownership.core.itf` for ITF).
+
+A trace also says what kind of path it is (:class:`TraceKind`): a
+counterexample from the initial state, a deadlock, or a counterexample to
+induction whose first state need not be reachable; and it stores the spec's
+shape (``schema``) so it can be drawn without loading the spec.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ownership.core.events import Event
+from ownership.core.schema import UNKNOWN_SCHEMA, TraceSchema
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Event
 
 TRACE_FORMAT = "ownership-trace"
 TRACE_VERSION = 1
@@ -38,6 +45,17 @@ class Step:
         return f"{self.action}({', '.join(str(a) for a in self.args)})"
 
 
+class TraceKind(Enum):
+    """What a trace shows; the renderers word their headline and first row by it."""
+
+    COUNTEREXAMPLE = "counterexample"
+    """A path from the initial state (ending in ``violation`` when it is set)."""
+    DEADLOCK = "deadlock"
+    """A path from the initial state to a state where no action can run, though not every request is done."""
+    CTI = "counterexample-to-induction"
+    """A path from a state that satisfies every invariant but may be unreachable (``prove``'s induction step)."""
+
+
 @dataclass(frozen=True)
 class Trace:
     """A path through a spec's state space, usually ending in a violation."""
@@ -49,7 +67,9 @@ class Trace:
     steps: tuple[Step, ...]
     violation: str | None = None
     engine: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    kind: TraceKind = TraceKind.COUNTEREXAMPLE
+    schema: TraceSchema = UNKNOWN_SCHEMA
+    """The spec's shape, as :func:`ownership.core.replay.trace_schema` writes it."""
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -80,8 +100,18 @@ class Trace:
                 }
                 for s in self.steps
             ],
-            **({"extra": dict(self.extra)} if self.extra else {}),
+            **({"extra": extra} if (extra := self._extra_json()) else {}),
         }
+
+    def _extra_json(self) -> dict[str, Any]:
+        """The ``extra`` object of the file format: the schema and the kind flags."""
+        schema = self.schema.to_json()
+        out: dict[str, Any] = {"schema": schema} if schema else {}
+        if self.kind is TraceKind.DEADLOCK:
+            out["deadlock"] = True
+        elif self.kind is TraceKind.CTI:
+            out["cti"] = True
+        return out
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n"
@@ -132,9 +162,13 @@ class Trace:
             extra = {}
         if not isinstance(extra, dict):
             raise bad("field 'extra' must be an object")
-        problem = _schema_problem(extra.get("schema", {}))
-        if problem:
-            raise bad(f"field extra.schema: {problem}")
+        try:
+            schema = TraceSchema.from_json(extra.get("schema", {}))
+        except ValueError as exc:
+            raise bad(f"field extra.schema: {exc}") from None
+        if extra.get("deadlock") and extra.get("cti"):
+            raise bad("field 'extra' marks the trace as both a deadlock and a counterexample to induction")
+        trace_kind = TraceKind.DEADLOCK if extra.get("deadlock") else (TraceKind.CTI if extra.get("cti") else TraceKind.COUNTEREXAMPLE)
         if data.get("violation") is not None and not isinstance(data["violation"], str):
             raise bad("field 'violation' must be an invariant name or null")
         return Trace(
@@ -145,7 +179,8 @@ class Trace:
             steps=tuple(steps),
             violation=data.get("violation"),
             engine=str(data.get("engine", "")),
-            extra=extra,
+            kind=trace_kind,
+            schema=schema,
         )
 
     @staticmethod
@@ -165,46 +200,6 @@ class Trace:
         except json.JSONDecodeError as exc:
             raise OwnershipError(Code.TRACE_CORRUPT, f"not JSON: {exc.msg}", str(p), exc.lineno) from None
         return Trace.from_json(data, str(p))
-
-
-def _schema_problem(schema: Any) -> str | None:
-    """What is wrong with a trace's stored schema (what renderers read), or ``None``.
-
-    The schema is written by :func:`ownership.core.replay.trace_schema`; a
-    hand-edited one of the wrong shape would otherwise crash the renderer.
-    """
-    if not isinstance(schema, dict):
-        return "not an object"
-
-    def strings(value: Any) -> bool:
-        return isinstance(value, list) and all(isinstance(x, str) for x in value)
-
-    for key in ("requests", "per_request", "ghosts"):
-        if key in schema and schema[key] is not None and not strings(schema[key]):
-            return f"{key!r} must be a list of names"
-    for key in ("request_domain", "summary"):
-        if schema.get(key) is not None and not isinstance(schema[key], str):
-            return f"{key!r} must be a string"
-    pools = schema.get("pools")
-    if pools is not None:
-        if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
-            return "'pools' must be a list of objects"
-        for p in pools:
-            if not strings(p.get("pages", [])):
-                return "a pool's 'pages' must be a list of names"
-            for key in ("name", "free", "holders", "slot", "content"):
-                if p.get(key) is not None and not isinstance(p[key], str):
-                    return f"a pool's {key!r} must be a string"
-    actions = schema.get("actions")
-    if actions is not None:
-        if not isinstance(actions, dict) or not all(isinstance(a, dict) for a in actions.values()):
-            return "'actions' must map action names to objects"
-        for a in actions.values():
-            if a.get("line") is not None and (isinstance(a["line"], bool) or not isinstance(a["line"], int)):
-                return "an action's 'line' must be an integer"
-            if a.get("doc") is not None and not isinstance(a["doc"], str):
-                return "an action's 'doc' must be a string"
-    return None
 
 
 def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:

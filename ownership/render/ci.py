@@ -211,16 +211,9 @@ def _report_text(run: SpecRun) -> str:
 
 def _violating_event(result: CheckResult) -> str | None:
     """The sentence for the event that breaks the invariant (``B reads D0, which holds A's KV``)."""
-    from ownership.render.text import describe_event
+    from ownership.render.text import violation_sentence
 
-    if result.trace is None or not result.trace.steps:
-        return None
-    for ev in result.trace.steps[-1].events:
-        if ev.violates:
-            text = describe_event(ev)
-            if text:
-                return text.split("  <--")[0]
-    return None
+    return (violation_sentence(result.trace) or None) if result.trace is not None else None
 
 
 def _tool_version() -> str:

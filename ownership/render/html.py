@@ -28,7 +28,14 @@ from ownership.core.result import CheckResult, Verdict
 from ownership.core.trace import Trace, changed_fields
 from ownership.errors import OwnershipError
 from ownership.render.dot import trace_to_dot
-from ownership.render.text import describe_event, display_path, explain_headline, format_value, headline
+from ownership.render.text import (
+    describe_event,
+    display_path,
+    explain_headline,
+    format_value,
+    headline,
+    violation_sentence,
+)
 
 if TYPE_CHECKING:
     from ownership.engines.diagnose import Diagnosis
@@ -207,17 +214,6 @@ def _rel(path: str | None) -> str:
     return display_path(path) if path else "(unknown file)"
 
 
-def _violation_line(trace: Trace) -> str:
-    """The event that breaks the invariant, in words (``B reads D0, which holds A's KV``)."""
-    if trace.steps:
-        for ev in trace.steps[-1].events:
-            if ev.violates:
-                desc = describe_event(ev)
-                if desc:
-                    return desc.split("  <--")[0]
-    return ""
-
-
 def _source_block(title: str, fn: Any, highlight: Iterable[int] = ()) -> str:
     try:
         lines, first = inspect.getsourcelines(fn)
@@ -264,8 +260,8 @@ def _steps_table(trace: Trace, hidden: set[str]) -> str:
 def _hidden_fields(spec: Spec, trace: Trace) -> set[str]:
     # As in the terminal table: ghosts and the pools' bookkeeping are summarised by events.
     hidden = {v.name for v in spec.vars.values() if v.ghost}
-    for pool in trace.extra.get("schema", {}).get("pools", []):
-        hidden.update((pool["free"], pool["holders"], pool["slot"]))
+    for pool in trace.schema.pools or ():
+        hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
     return hidden
 
 
@@ -341,7 +337,7 @@ def _run_html(section: SpecSection, run: EngineRun) -> str:
             if r.violated in spec.invariants and spec.invariants[r.violated].doc
             else ""
         )
-        what = _violation_line(trace)
+        what = violation_sentence(trace)
         out.append(
             '<div class="violation">'
             f'<p class="violation-headline">{_e(headline(r))}</p>'

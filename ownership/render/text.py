@@ -7,10 +7,11 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ownership.core.events import Alloc, Event, Free, Read, Reply, Transfer, Write
 from ownership.core.result import ActionCoverage, CheckResult, Measure, Verdict
-from ownership.core.trace import Trace, changed_fields
+from ownership.core.story import story_of
+from ownership.core.trace import Trace, TraceKind, changed_fields
 from ownership.errors import SpecWarning
-from ownership.spec.instance import Event
 
 if TYPE_CHECKING:
     from ownership.engines.diagnose import Condition, Diagnosis, NecessaryAction
@@ -88,25 +89,31 @@ def actions_line(result: CheckResult) -> str:
 
 def describe_event(ev: Event) -> str | None:
     """One line for the events a reader cares about (reads that break something, replies)."""
-    if ev.kind == "read" and ev.violates:
-        content = ev.get("content")
-        held = f"{content}'s KV" if content else "nothing ever written"
-        return f"{ev.get('req')} reads {ev.get('page')}, which holds {held}  <-- {ev.violates}"
-    if ev.kind == "write" and ev.violates:
-        return f"{ev.get('req')} writes {ev.get('page')} without owning it  <-- {ev.violates}"
-    if ev.kind == "reply":
-        return f"client of {ev.get('req')} gets HTTP {ev.get('status')}"
-    if ev.kind == "alloc":
-        return f"{ev.get('req')} takes {ev.get('pool')} pages {', '.join(ev.get('pages') or [])} (page-table order)"
-    if ev.kind == "free":
-        return f"{ev.get('req')} returns {ev.get('pool')} pages {', '.join(ev.get('pages') or [])} to the free list"
-    if ev.kind == "transfer":
-        return f"KV of {ev.get('req')} copied {ev.get('src')}->{ev.get('dst')}: {', '.join(ev.get('pages') or []) or 'no pages'}"
+    if isinstance(ev, Read) and ev.violates:
+        held = f"{ev.content}'s KV" if ev.content else "nothing ever written"
+        return f"{ev.req} reads {ev.page}, which holds {held}  <-- {ev.violates}"
+    if isinstance(ev, Write) and ev.violates:
+        return f"{ev.req} writes {ev.page} without owning it  <-- {ev.violates}"
+    if isinstance(ev, Reply):
+        return f"client of {ev.req} gets HTTP {ev.status}"
+    if isinstance(ev, Alloc):
+        return f"{ev.req} takes {ev.pool} pages {', '.join(ev.pages)} (page-table order)"
+    if isinstance(ev, Free):
+        return f"{ev.req} returns {ev.pool} pages {', '.join(ev.pages)} to the free list"
+    if isinstance(ev, Transfer):
+        return f"KV of {ev.req} copied {ev.src}->{ev.dst}: {', '.join(ev.pages) or 'no pages'}"
     if ev.violates:
         # Any other event marked as a violation is the step's verdict: never leave it out.
-        shown = ", ".join(f"{k} {_shown(v)}" for k, v in ev.fields)
+        shown = ", ".join(f"{k} {_shown(v)}" for k, v in ev.payload())
         return f"{ev.kind}: {shown}  <-- {ev.violates}"
     return None
+
+
+def violation_sentence(trace: Trace) -> str:
+    """The event that breaks the invariant, in words (``B reads D0, which holds A's KV``), or ``""``."""
+    final = story_of(trace).final
+    desc = describe_event(final.event) if final is not None else None
+    return desc.split("  <--")[0] if desc else ""
 
 
 def _shown(value: Any) -> str:
@@ -127,7 +134,7 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
     step's alloc/free events instead of cell by cell; content changes stay.
     """
     lines = [f"  {'#':>3}  {'action':<32} changes"]
-    if trace.extra.get("cti"):
+    if trace.kind is TraceKind.CTI:
         # The start of a counterexample to induction is arbitrary: show all of it.
         cells = [f"{name}={format_value(v)}" for name, _old, v in changed_fields({k: _blank(v) for k, v in trace.initial.items()}, trace.initial)]
         wrapped = textwrap.wrap(", ".join(cells), width=WIDTH - 40) or [""]
@@ -136,8 +143,8 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
     else:
         lines.append(f"  {0:>3}  {'(initial state)':<32}")
     hidden = set(ghosts)
-    for pool in trace.extra.get("schema", {}).get("pools", []):
-        hidden.update((pool["free"], pool["holders"], pool["slot"]))
+    for pool in trace.schema.pools or ():
+        hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
     prev: Mapping[str, Any] = trace.initial
     for i, step in enumerate(trace.steps, start=1):
         changes = [
@@ -198,9 +205,11 @@ def result_report(
             except Exception:  # noqa: BLE001 - a formula over parameters the trace lacks
                 continue
     if result.trace is not None:
-        kind = "deadlock" if result.trace.extra.get("deadlock") else "counterexample"
-        if result.trace.extra.get("cti"):
-            kind = "counterexample to induction (its first state satisfies every invariant but may be unreachable)"
+        kind = {
+            TraceKind.COUNTEREXAMPLE: "counterexample",
+            TraceKind.DEADLOCK: "deadlock",
+            TraceKind.CTI: "counterexample to induction (its first state satisfies every invariant but may be unreachable)",
+        }[result.trace.kind]
         shortest = " (shortest: breadth-first)" if result.engine == "explore" else ""
         lines.append("")
         n = len(result.trace)

@@ -21,7 +21,7 @@ from ownership.core.expectation import Judgement, judge
 from ownership.core.limits import limited, stop_reason_of
 from ownership.core.progress import ProgressFn
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
-from ownership.core.trace import Trace
+from ownership.core.trace import Trace, TraceKind
 from ownership.engines import registry
 from ownership.errors import Code, ExitCode, OwnershipError
 from ownership.session.settings import Settings
@@ -175,7 +175,7 @@ def _finish(spec: Spec, path: Path, settings: Settings, params: dict[str, int], 
     error = None
     if result.trace is not None and out_dir is not None:
         # A counterexample to induction is not a trace from the initial state: it goes beside, in cti/.
-        trace_dir = out_dir / "cti" if result.trace.extra.get("cti") else out_dir
+        trace_dir = out_dir / "cti" if result.trace.kind is TraceKind.CTI else out_dir
         files, error = write_trace(result.trace, trace_dir, settings.formats if settings.render else ())
     return Outcome(spec, path, settings, params, results, relations,
                    judge(spec.expect, result) if spec.expect is not None else None,

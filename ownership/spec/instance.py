@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from ownership.core.events import Event, make_event
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location, location_in
 from ownership.spec.elements import Element, ix, spec_frame_location, type_error
 from ownership.spec.model import (
@@ -40,36 +41,6 @@ AUDIT_FIRST = 32
 """Expansions whose every action :meth:`Instance.expand` runs twice (the determinism audit)..."""
 AUDIT_EVERY = 64
 """... and after those, one expansion in this many."""
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something an action did that a picture should show (a read, a write).
-
-    ``kind`` is e.g. ``"read"``; ``fields`` hold display-ready values and
-    ``violates`` names the invariant this event breaks, if any.
-    """
-
-    kind: str
-    fields: tuple[tuple[str, Any], ...]
-    violates: str | None = None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        for k, v in self.fields:
-            if k == key:
-                return v
-        return default
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, **dict(self.fields)}
-        if self.violates:
-            out["violates"] = self.violates
-        return out
-
-    @staticmethod
-    def from_json(data: Mapping[str, Any]) -> Event:
-        rest = {k: v for k, v in data.items() if k not in ("kind", "violates")}
-        return Event(str(data["kind"]), tuple(rest.items()), data.get("violates"))
 
 
 @dataclass(frozen=True)
@@ -456,14 +427,19 @@ class ViewBase:
         """Whether the spec checks ``invariant`` (events only flag what is checked)."""
         return invariant in self._inst.spec.invariants
 
-    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
+    def emit(self, kind: str | Event, violates: str | None = None, **fields: Any) -> None:
         """Record an event for the trace picture; only views that record keep it.
 
-        ``violates=X`` makes the step a violation of invariant ``X`` (when it
-        is checked) in every engine, recording or not.
+        ``kind`` is a kind name with its ``fields`` (what specs write:
+        ``s.emit("reply", req=..., status=200)``) or a declared
+        :class:`~ownership.core.events.Event` (what the vocabulary builds).
+        ``violates=X`` (or the event's own ``violates``) makes the step a
+        violation of invariant ``X`` (when it is checked) in every engine,
+        recording or not.
         """
-        if violates is not None:
-            self.flag(violates)
+        bad = kind.violates if isinstance(kind, Event) else violates
+        if bad is not None:
+            self.flag(bad)
 
     def _known(self, invariant: str) -> None:
         """OWN004 unless ``invariant`` is one of the spec's: a misspelt name would never be a violation."""
@@ -590,21 +566,28 @@ class View(ViewBase):
         self._chosen.append(value._i if value.__class__ is Element else value)
         return value
 
-    def emit(self, kind: str, violates: str | None = None, **fields: Any) -> None:
-        """Record an event for the trace picture (reads, writes, replies).
+    def emit(self, kind: str | Event, violates: str | None = None, **fields: Any) -> None:
+        """Record an event for the trace picture (reads, writes, replies); see :meth:`ViewBase.emit`.
 
         Searches turn recording off (``s.recording`` is false) because events
         are rebuilt when the trace is replayed; code that computes costly
         event fields can check ``s.recording`` first.
         """
+        if isinstance(kind, Event):
+            if fields or violates is not None:
+                raise TypeError("emit(event) takes no other arguments: the event carries its fields and violates")
+            violates = kind.violates
         if violates is not None and violates not in self._flags:
             # Kept whether or not recording: a violating event is a violation in every engine.
             if violates not in self._inst.spec.invariants:
                 known_invariant(self._inst.spec, violates)
             self._flags.append(violates)
         if self.recording:
-            # Events hold plain values (indices), as traces and JSON do.
-            self.events.append(Event(kind, tuple((k, _plain(v)) for k, v in fields.items()), violates))
+            if isinstance(kind, Event):
+                self.events.append(kind)
+            else:
+                # Events hold plain values (indices), as traces and JSON do.
+                self.events.append(make_event(kind, {k: _plain(v) for k, v in fields.items()}, violates))
 
     def all(self, domain: Domain) -> Any:
         """Every element of ``domain``: :class:`Element` objects for a symmetric domain, else ints."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ownership.core.events import FreeDeferred, Write, WriteInFlight, WritePosted
 from ownership.spec.elements import ix
 from ownership.spec.model import Domain, Spec, require
 from ownership.vocab.pool import PagePool
@@ -87,8 +88,8 @@ class InflightWrites:
             pending[r, p] = (holds(s, self.pool, r, p) | pending[r, p]) == 1
         if s.recording:
             posted = self.pool.pages_of(s, r)
-            s.emit(f"{self.name} write posted", pool=self.pool.name, req=s.name_of(self.pool.own.requests, r),
-                   pages=[s.name_of(self.pool.Page, p) for p in posted])
+            s.emit(WritePosted(channel=self.name, pool=self.pool.name, req=s.name_of(self.pool.own.requests, r),
+                               pages=tuple(s.name_of(self.pool.Page, p) for p in posted)))
 
     def land(self, s: Any, r: int) -> None:
         """Every outstanding write of ``r`` lands: each target page now holds ``r``'s KV.
@@ -109,8 +110,8 @@ class InflightWrites:
                     s.wrote_unowned[r] = True
                 if s.recording:
                     flag = "no_unowned_write" if unowned and s.checks("no_unowned_write") else None
-                    s.emit("write", pool=self.pool.name, req=s.name_of(Req, r),
-                           page=s.name_of(self.pool.Page, p), violates=flag)
+                    s.emit(Write(pool=self.pool.name, req=s.name_of(Req, r),
+                                 page=s.name_of(self.pool.Page, p), violates=flag))
 
     def free(self, s: Any, r: int) -> Any:
         """``pool.free(s, r)``: release ``r``'s pages now; flag those with a write in flight.
@@ -137,8 +138,8 @@ class InflightWrites:
             for p in pages:
                 for w in s.all(Req):
                     if pending[w, p]:
-                        s.emit("write still in flight", pool=self.pool.name, req=s.name_of(Req, w),
-                               page=s.name_of(self.pool.Page, p), violates=flag)
+                        s.emit(WriteInFlight(pool=self.pool.name, req=s.name_of(Req, w),
+                                             page=s.name_of(self.pool.Page, p), violates=flag))
         return pages
 
     # -- invariant -------------------------------------------------------------
@@ -296,8 +297,8 @@ class DeferredFrees:
         getattr(s, self.held_var)[r] = True
         getattr(s, self.fence_var)[r] = fence
         if s.recording:
-            s.emit("free deferred", pool=self.pool.name, req=s.name_of(self.pool.own.requests, r),
-                   pages=[s.name_of(self.pool.Page, p) for p in self.pool.pages_of(s, r)])
+            s.emit(FreeDeferred(pool=self.pool.name, req=s.name_of(self.pool.own.requests, r),
+                                pages=tuple(s.name_of(self.pool.Page, p) for p in self.pool.pages_of(s, r))))
 
     def release(self, s: Any, r: int) -> None:
         """Return the pages held for ``r`` to the free list (content stays, as with ``free``)."""

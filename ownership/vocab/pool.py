@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ownership.core.events import Alloc, Free, Read, Transfer, Write
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
 from ownership.spec.elements import ix
 from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
@@ -235,8 +236,8 @@ class PagePool:
             slot[p] = first_slot + i
             taken.append(p)
         if s.recording:
-            s.emit("alloc", pool=self.name, req=s.name_of(self.own.requests, r),
-                   pages=[s.name_of(self.Page, p) for p in taken])
+            s.emit(Alloc(pool=self.name, req=s.name_of(self.own.requests, r),
+                         pages=tuple(s.name_of(self.Page, p) for p in taken)))
         return taken
 
     def _warn_too_many(self, s: Any, n: int) -> None:
@@ -267,8 +268,8 @@ class PagePool:
             if bad:
                 s.flag("no_unowned_write")
             if s.recording:
-                s.emit("write", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
-                       violates="no_unowned_write" if bad else None)
+                s.emit(Write(pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
+                             violates="no_unowned_write" if bad else None))
 
     def read(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """``r``'s attention reads ``pages``; foreign or unwritten content is recorded."""
@@ -289,8 +290,8 @@ class PagePool:
             if violation is not None:
                 s.flag(violation)
             if s.recording:
-                s.emit("read", pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
-                       content=s.name_of(Req, c) if c is not None else None, violates=violation)
+                s.emit(Read(pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
+                            content=s.name_of(Req, c) if c is not None else None, violates=violation))
 
     def free_pages(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """Return ``pages`` from ``r``'s page table to the free list (content stays)."""
@@ -304,8 +305,8 @@ class PagePool:
             slot[p] = -1
             free[p] += 1
         if pages and s.recording:
-            s.emit("free", pool=self.name, req=s.name_of(self.own.requests, r),
-                   pages=[s.name_of(self.Page, p) for p in pages])
+            s.emit(Free(pool=self.name, req=s.name_of(self.own.requests, r),
+                        pages=tuple(s.name_of(self.Page, p) for p in pages)))
 
     def free(self, s: Any, r: int) -> list[int]:
         """Release every page ``r`` holds (``free-on-finish``); returns them."""
@@ -335,10 +336,10 @@ def transfer(s: Any, r: int, src: PagePool, dst: PagePool, n: int) -> None:
             # The sender has more pages than the receiver reserved: the write
             # lands outside r's table, which the transfer engine must refuse.
             s.wrote_unowned[r] = True
-            s.emit("write", pool=dst.name, req=s.name_of(Req, r), page="(beyond table)", violates="no_unowned_write")
+            s.emit(Write(pool=dst.name, req=s.name_of(Req, r), page="(beyond table)", violates="no_unowned_write"))
             continue
         dst_content[dst_pages[i]] = src_content[src_pages[i]]
     if s.recording:
-        s.emit("transfer", req=s.name_of(Req, r), src=src.name, dst=dst.name,
-               pages=[f"{s.name_of(src.Page, src_pages[i])}->{s.name_of(dst.Page, dst_pages[i])}"
-                      for i in range(min(n, len(dst_pages)))])
+        s.emit(Transfer(req=s.name_of(Req, r), src=src.name, dst=dst.name,
+                        pages=tuple(f"{s.name_of(src.Page, src_pages[i])}->{s.name_of(dst.Page, dst_pages[i])}"
+                                    for i in range(min(n, len(dst_pages))))))

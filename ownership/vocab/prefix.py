@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ownership.core.events import Evict, Free, PrefixHit, PrefixRead, Publish
 from ownership.errors import Code, OwnershipError, caller_location
 from ownership.spec.elements import ix
 from ownership.spec.model import Domain, require
@@ -267,9 +268,9 @@ class PrefixIndex:
                 if check_hit:
                     s.flag("prefix_hit_written", stale)
                 if s.recording and here:
-                    s.emit("prefix_hit", pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
-                           node=self._node(s, m), kv=self._node(s, kv[p]),
-                           violates="prefix_hit_written" if stale and s.checks("prefix_hit_written") else None)
+                    s.emit(PrefixHit(pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
+                                     node=self._node(s, m), kv=self._node(s, kv[p]),
+                                     violates="prefix_hit_written" if stale and s.checks("prefix_hit_written") else None))
             handle = m
         return handle
 
@@ -327,9 +328,9 @@ class PrefixIndex:
                 if s.recording and in_use:
                     users.append(self._req(s, u))
             if s.recording and here:
-                s.emit("evict", pool=self.pool.name, req=self._req(s, r) if r is not None else self.name,
-                       page=self._page(s, p), node=self._node(s, m), in_use_by=users,
-                       violates="no_evict_in_use" if users and s.checks("no_evict_in_use") else None)
+                s.emit(Evict(pool=self.pool.name, req=self._req(s, r) if r is not None else self.name,
+                             page=self._page(s, p), node=self._node(s, m), in_use_by=tuple(users),
+                             violates="no_evict_in_use" if users and s.checks("no_evict_in_use") else None))
 
     def write(self, s: Any, r: int) -> None:
         """``r``'s forward writes its KV into its own pages; prompt-block pages get their prefix label."""
@@ -356,9 +357,9 @@ class PrefixIndex:
             if check_read:
                 s.flag("prefix_read_matches", stale)
             if s.recording and m is not None and not self._holds(s, r, p):
-                s.emit("prefix_read", pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
-                       node=self._node(s, m), kv=self._node(s, kv[p]),
-                       violates="prefix_read_matches" if stale and s.checks("prefix_read_matches") else None)
+                s.emit(PrefixRead(pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
+                                  node=self._node(s, m), kv=self._node(s, kv[p]),
+                                  violates="prefix_read_matches" if stale and s.checks("prefix_read_matches") else None))
         self.pool.read(s, r, self.pool.pages_of(s, r))
 
     def insert(self, s: Any, r: int, key: Any) -> None:
@@ -387,10 +388,10 @@ class PrefixIndex:
                 _set_if(s, holders, p, mine & own, holders[p] & drop)
                 _set_if(s, slot, p, mine & own, -1)
                 if s.recording and publish:
-                    s.emit("publish", pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
-                           node=self._node(s, m))
+                    s.emit(Publish(pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
+                                   node=self._node(s, m)))
                 if s.recording and duplicate:
-                    s.emit("free", pool=self.pool.name, req=self._req(s, r), pages=[self._page(s, p)])
+                    s.emit(Free(pool=self.pool.name, req=self._req(s, r), pages=(self._page(s, p),)))
 
     def release(self, s: Any, r: int) -> None:
         """``r``'s page table is dropped: its own pages go back to the free list, matched pages are unmapped."""

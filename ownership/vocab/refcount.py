@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ownership.core.events import Alloc, Decref, Free
 from ownership.errors import Code, OwnershipError, caller_location
 from ownership.spec.elements import ix
 from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
@@ -147,7 +148,7 @@ class BlockTables:
         free[b] -= 1
         getattr(s, self.ref_var)[b] = 1
         if s.recording:
-            s.emit("alloc", pool=self.name, req=s.name_of(self.seqs, r), pages=[s.name_of(self.Block, b)])
+            s.emit(Alloc(pool=self.name, req=s.name_of(self.seqs, r), pages=(s.name_of(self.Block, b),)))
         return b
 
     def incref(self, s: Any, r: int, slots: Iterable[int], *, per_block: bool = False) -> None:
@@ -215,16 +216,16 @@ class BlockTables:
         for b, old in dropped:
             page = s.name_of(self.Block, b)
             if ref[b] < 0:
-                s.emit("free", pool=self.name, req=who, pages=[page], refcount=f"{old}->{ref[b]}",
-                       error="Double free!",
-                       violates="refcount_nonnegative" if s.checks("refcount_nonnegative") else None)
+                s.emit(Free(pool=self.name, req=who, pages=(page,), refcount=f"{old}->{ref[b]}",
+                            error="Double free!",
+                            violates="refcount_nonnegative" if s.checks("refcount_nonnegative") else None))
             elif ref[b] == 0:
                 users = [s.name_of(self.seqs, q) for q in s.all(self.seqs) if holders[b] >> ix(q) & 1 and q != r]
                 bad = bool(users) and s.checks("no_free_while_referenced")
-                s.emit("free", pool=self.name, req=who, pages=[page], refcount=f"{old}->0",
-                       still_used_by=users, violates="no_free_while_referenced" if bad else None)
+                s.emit(Free(pool=self.name, req=who, pages=(page,), refcount=f"{old}->0",
+                            still_used_by=tuple(users), violates="no_free_while_referenced" if bad else None))
             else:
-                s.emit("decref", pool=self.name, req=who, page=page, refcount=f"{old}->{ref[b]}")
+                s.emit(Decref(pool=self.name, req=who, page=page, refcount=f"{old}->{ref[b]}"))
 
     # -- the table -------------------------------------------------------------------
     def append(self, s: Any, r: int, block: Any) -> None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ownership.core.events import CopyFailed, Demote, Read
 from ownership.errors import Code, OwnershipError, caller_location
 from ownership.spec.elements import ix
 from ownership.spec.model import Spec
@@ -103,8 +104,8 @@ class Tiers:
             return False
         if dst.available(s) < need:
             if s.recording:
-                s.emit("copy_failed", req=s.name_of(self.own.requests, n), src=src.name, dst=dst.name,
-                       reason=f"no free {dst.name} page")
+                s.emit(CopyFailed(req=s.name_of(self.own.requests, n), src=src.name, dst=dst.name,
+                                  reason=f"no free {dst.name} page"))
             return False
         dst.alloc(s, n, need)
         transfer(s, n, src, dst, need)
@@ -127,9 +128,9 @@ class Tiers:
             s.flag("demote_only_after_copy", kept == 0)
         if s.recording:
             lost = not kept
-            s.emit("demote", req=s.name_of(self.own.requests, n), src=src.name, dst=dst.name,
-                   note=f"no committed {dst.name} copy: data lost" if lost else f"{dst.name} copy committed",
-                   violates="demote_only_after_copy" if lost and s.checks("demote_only_after_copy") else None)
+            s.emit(Demote(req=s.name_of(self.own.requests, n), src=src.name, dst=dst.name,
+                          note=f"no committed {dst.name} copy: data lost" if lost else f"{dst.name} copy committed",
+                          violates="demote_only_after_copy" if lost and s.checks("demote_only_after_copy") else None))
 
     def _check(self, s: Any, n: int, tier: PagePool) -> Any:
         """Read ``n``'s copy on ``tier`` through the index; record a misread. Returns the page count."""
@@ -151,11 +152,11 @@ class Tiers:
         pages = tier.pages_of(s, n)
         who = s.name_of(Items, n)
         if not pages:
-            s.emit("read", pool=tier.name, req=who, page=f"(no {tier.name} copy)", content=None, violates=flag)
+            s.emit(Read(pool=tier.name, req=who, page=f"(no {tier.name} copy)", content=None, violates=flag))
         for p in pages:
             c = content[p]
-            s.emit("read", pool=tier.name, req=who, page=s.name_of(tier.Page, p),
-                   content=s.name_of(Items, c) if c is not None else None, violates=flag if c != n else None)
+            s.emit(Read(pool=tier.name, req=who, page=s.name_of(tier.Page, p),
+                        content=s.name_of(Items, c) if c is not None else None, violates=flag if c != n else None))
 
     # -- built-in invariants -----------------------------------------------------------
     def invariants(self, *names: str, spec: Spec | None = None, helper: bool = False) -> None:

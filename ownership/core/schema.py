@@ -1,0 +1,144 @@
+"""What a trace stores about its spec's shape, so it can be drawn without loading the spec.
+
+:func:`ownership.core.replay.trace_schema` writes a :class:`TraceSchema`
+when the trace is built: each action's source line and summary, the spec's
+summary and, for a spec with page pools, the request domain, each pool's
+variables and pages, the per-request variables and the ghosts.  In
+``trace.json`` it is the object ``extra.schema``; :meth:`TraceSchema.from_json`
+checks a hand-edited one (a schema of the wrong shape would otherwise crash a
+renderer) and :meth:`TraceSchema.to_json` writes it back key for key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    """An action's ``def`` line and the first line of its docstring."""
+
+    line: int | None = None
+    doc: str | None = None
+
+
+@dataclass(frozen=True)
+class PoolSchema:
+    """A page pool: its name, pages, and the state variables that hold its bookkeeping."""
+
+    name: str | None = None
+    pages: tuple[str, ...] | None = None
+    free: str | None = None
+    holders: str | None = None
+    slot: str | None = None
+    content: str | None = None
+
+
+@dataclass(frozen=True)
+class TraceSchema:
+    """The spec's shape as a trace stores it; the ownership part is ``None`` for a spec without pools."""
+
+    actions: Mapping[str, ActionInfo] = field(default_factory=dict)
+    summary: str | None = None
+    requests: tuple[str, ...] | None = None
+    """The request domain's element names."""
+    request_domain: str | None = None
+    pools: tuple[PoolSchema, ...] | None = None
+    per_request: tuple[str, ...] | None = None
+    """State variables indexed by the request domain alone (drawn in the request's lane)."""
+    ghosts: tuple[str, ...] | None = None
+    """Ghost variables (the checker's bookkeeping, hidden from step tables)."""
+    known: bool = True
+    """False for a trace that stores no schema at all."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``extra.schema`` object (empty for an unknown schema)."""
+        if not self.known:
+            return {}
+        out: dict[str, Any] = {
+            "actions": {name: {"line": a.line, "doc": a.doc} for name, a in self.actions.items()},
+            "summary": self.summary,
+        }
+        if self.requests is not None:
+            out["requests"] = list(self.requests)
+            out["request_domain"] = self.request_domain
+            out["pools"] = [
+                {"name": p.name, "pages": list(p.pages or ()), "free": p.free, "holders": p.holders, "slot": p.slot,
+                 "content": p.content}
+                for p in self.pools or ()
+            ]
+            out["per_request"] = list(self.per_request or ())
+            out["ghosts"] = list(self.ghosts or ())
+        return out
+
+    @staticmethod
+    def from_json(data: Any) -> TraceSchema:
+        """The schema in ``data``; raises ``ValueError`` saying what is wrong with a malformed one."""
+        problem = _problem(data)
+        if problem:
+            raise ValueError(problem)
+        if not data:
+            return UNKNOWN_SCHEMA
+
+        def names_in(obj: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+            return None if obj.get(key) is None else tuple(obj[key])
+
+        def names(key: str) -> tuple[str, ...] | None:
+            return names_in(data, key)
+
+        pools = data.get("pools")
+        return TraceSchema(
+            actions={name: ActionInfo(a.get("line"), a.get("doc")) for name, a in (data.get("actions") or {}).items()},
+            summary=data.get("summary"),
+            requests=names("requests"),
+            request_domain=data.get("request_domain"),
+            pools=None if pools is None else tuple(
+                PoolSchema(p.get("name"), names_in(p, "pages"), p.get("free"), p.get("holders"), p.get("slot"),
+                           p.get("content"))
+                for p in pools
+            ),
+            per_request=names("per_request"),
+            ghosts=names("ghosts"),
+        )
+
+
+UNKNOWN_SCHEMA = TraceSchema(known=False)
+"""The schema of a trace that stores none (hand-written, or from a tool that does not write one)."""
+
+
+def _problem(schema: Any) -> str | None:
+    """What is wrong with a stored schema, or ``None``."""
+    if not isinstance(schema, dict):
+        return "not an object"
+
+    def strings(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+    for key in ("requests", "per_request", "ghosts"):
+        if key in schema and schema[key] is not None and not strings(schema[key]):
+            return f"{key!r} must be a list of names"
+    for key in ("request_domain", "summary"):
+        if schema.get(key) is not None and not isinstance(schema[key], str):
+            return f"{key!r} must be a string"
+    pools = schema.get("pools")
+    if pools is not None:
+        if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
+            return "'pools' must be a list of objects"
+        for p in pools:
+            if not strings(p.get("pages", [])):
+                return "a pool's 'pages' must be a list of names"
+            for key in ("name", "free", "holders", "slot", "content"):
+                if p.get(key) is not None and not isinstance(p[key], str):
+                    return f"a pool's {key!r} must be a string"
+    actions = schema.get("actions")
+    if actions is not None:
+        if not isinstance(actions, dict) or not all(isinstance(a, dict) for a in actions.values()):
+            return "'actions' must map action names to objects"
+        for a in actions.values():
+            if a.get("line") is not None and (isinstance(a["line"], bool) or not isinstance(a["line"], int)):
+                return "an action's 'line' must be an integer"
+            if a.get("doc") is not None and not isinstance(a["doc"], str):
+                return "an action's 'doc' must be a string"
+    return None

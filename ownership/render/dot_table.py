@@ -1,0 +1,204 @@
+"""The step table of the DOT picture: one row per step, lanes per request, a column per page.
+
+A step's action sits in the lane of the request its first argument names,
+with the per-request fields it changed and its reads and replies.  Each page
+cell shows who holds the page after the step and whose KV it contains,
+coloured by the KV's owner; the offending event is filled red, secondary
+violations orange, and the cells of the page's history are outlined red.
+"""
+
+from __future__ import annotations
+
+from ownership.core.events import Read, Reply, Write
+from ownership.core.story import PoolShape, cell
+from ownership.core.trace import Trace, changed_fields
+from ownership.render.dot_model import (
+    FOLD_UNTOUCHED,
+    GREY,
+    HEADER,
+    ORANGE,
+    ORANGE_PALE,
+    RED,
+    RED_PALE,
+    DotModel,
+    anomaly,
+    esc,
+    font,
+    owner_of,
+    show,
+    var_of,
+    wrap,
+)
+
+
+def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
+    """The action, its changed fields and its notable events, for step ``i``'s lane."""
+    step = trace.steps[i - 1]
+    before, after = trace.states[i - 1], trace.states[i]
+    lines = [font(esc(step.call), size=12, bold=True)]
+    changes: list[str] = []
+    for name, _old, new in changed_fields(before, after):
+        var = var_of(name)
+        if var in model.hidden_vars:
+            continue
+        owner = owner_of(name)
+        # The lane already names the request: drop "[B]" from B's own fields.
+        shown = var if owner == lane and (var in model.per_request or not model.per_request) else name
+        changes.append(f"{shown}={show(new)}")
+    lines += [font(esc(text), size=10) for text in wrap(changes)]
+    last = i == len(trace.steps)
+    reads: list[str] = []
+    for e in step.events:
+        if isinstance(e, Read):
+            content = e.content
+            note = "own KV" if content == e.req else ("never written" if content is None else f"{content}'s KV!")
+            text = esc(f"{e.page}: {note}")
+            if e.violates:
+                colour = RED if e.violates == trace.violation else ORANGE
+                text = font(text, colour=colour, bold=True)
+            reads.append(text)
+        elif isinstance(e, Reply):
+            # A success reply in the violating step means the client never hears of the bug.
+            alarm = last and bool(trace.violation) and str(e.status) == "200"
+            lines.append(font(esc(f"client gets HTTP {e.status}"), size=10, colour=RED if alarm else None, bold=alarm))
+        elif isinstance(e, Write) and e.violates:
+            colour = RED if e.violates == trace.violation else ORANGE
+            lines.append(font(esc(f"writes {e.pool} {e.page} ({e.violates})"), size=10, colour=colour, bold=True))
+    if reads:
+        # Three pages per line keeps the lane narrow when a step reads many pages.
+        chunks = [", ".join(reads[k : k + 3]) for k in range(0, len(reads), 3)]
+        lines.insert(1, font(esc("reads ") + ",<BR/>".join(chunks), size=11))
+    return "<BR/>".join(lines)
+
+
+
+def _page_cell(trace: Trace, model: DotModel, i: int, pool: PoolShape, page: str) -> str:
+    """One page after step ``i``: holder, whose KV it holds, what the step did to it."""
+    state = trace.states[i]
+    holders = [str(h) for h in (cell(state, pool.holders, page) or [])]
+    free = cell(state, pool.free, page) or 0
+    raw = cell(state, pool.content, page)
+    content = None if raw is None else str(raw)
+    strong, light, pale = model.colours(content)
+    bg = "white" if content is None else (light if holders else pale)
+    who = ",".join(holders)
+    if holders and free:
+        who += "+free"  # held and on the free list: double ownership
+    elif not holders:
+        who = "free" if free == 1 else (f"free x{free}" if free else "lost")
+    # (text, size, colour, bold)
+    lines: list[tuple[str, int, str | None, bool]] = [(who, 11, None if holders else GREY, bool(holders))]
+    if content or holders:
+        # A free page nobody wrote is just "free": keep the grid quiet where nothing happens.
+        lines.append((f"KV {content}" if content else "empty", 9, strong if content else GREY, False))
+    story = model.page_story
+    in_story = story is not None and story.pool == pool.name and story.page == page and i in story.steps
+    notes = model.marks.get((i, pool.name, page), [])
+    severities = {c for _, c in notes}
+    if in_story:
+        notes = [(text, RED if colour == GREY else colour) for text, colour in notes]
+    lines += [(text, 9, colour, colour != GREY) for text, colour in notes]
+    border, width = "#bbbbbb", 1
+    if RED in severities:
+        # The offending cell: white on red, whatever the content colour.
+        bg, border, width = RED, RED, 3
+        lines = [(text, size, "white", True) for text, size, _, _ in lines]
+    elif ORANGE in severities:
+        bg, border, width = ORANGE_PALE, ORANGE, 3
+    elif in_story:
+        border, width = RED, 3
+    if anomaly(state, pool, page) is not None:
+        # Double ownership, double free or a lost page: wrong whatever happens next.
+        border, width = RED, 3
+        if bg == "white":
+            bg = RED_PALE
+    body = "<BR/>".join(font(esc(text), size=size, colour=colour, bold=bold) for text, size, colour, bold in lines)
+    return f'<TD BGCOLOR="{bg}" COLOR="{border}" BORDER="{width}" CELLPADDING="3">{body}</TD>'
+
+
+
+def _untouched(trace: Trace, model: DotModel, pool: PoolShape) -> list[str]:
+    """Free, never-written pages of ``pool`` that nothing in the trace touches (same cell in every state, no event).
+
+    Drawn one column each they would bury the pages that matter in a large
+    pool (``page_size=1`` with 64 tokens is 64 columns), so
+    :data:`FOLD_UNTOUCHED` or more of them are drawn as one column.
+    """
+    first = trace.states[0]
+    marked = {(pool_name, page) for _, pool_name, page in model.marks}
+    story = model.page_story
+    out = []
+    for page in pool.pages:
+        if (pool.name, page) in marked or (story is not None and story.pool == pool.name and story.page == page):
+            continue
+        start = tuple(cell(first, var, page) for var in (pool.holders, pool.free, pool.content))
+        if any(tuple(cell(s, var, page) for var in (pool.holders, pool.free, pool.content)) != start for s in trace.states[1:]):
+            continue
+        if start[0] or start[1] != 1 or start[2] is not None:
+            continue  # only free, never-written pages are folded: one cell then says what they all are
+        out.append(page)
+    return out if len(out) >= FOLD_UNTOUCHED else []
+
+
+def steps_label(trace: Trace, model: DotModel) -> str:
+    """The step table node's HTML label."""
+    n_steps = len(trace.steps)
+    idle = {pool.name: _untouched(trace, model, pool) for pool in model.pools}
+    shown = {pool.name: [p for p in pool.pages if p not in idle[pool.name]] for pool in model.pools}
+    lanes = model.lanes
+    rows: list[str] = []
+    head = f'BGCOLOR="{HEADER}"'
+    has_pools = bool(model.pools)
+    span = ' ROWSPAN="2"' if has_pools else ""
+    hdr = [f"<TD {head}{span}>{font('step', size=11, bold=True)}</TD>"]
+    for lane in lanes:
+        strong, light, _ = model.colours(lane)
+        name = f"request {lane}" if lane in model.requests else ("action" if len(lanes) == 1 else "other")
+        colour = strong if lane in model.requests else None
+        hdr.append(f'<TD BGCOLOR="{light if lane in model.requests else HEADER}"{span}>'
+                   f"{font(esc(name), size=13, bold=True, colour=colour)}</TD>")
+    for pool in model.pools:
+        hdr.append(f'<TD {head} COLSPAN="{len(shown[pool.name]) + bool(idle[pool.name])}">'
+                   f"{font(esc(f'{pool.name} pool'), size=12, bold=True)}<BR/>"
+                   f"{font(esc('holder / KV in the page'), size=9, colour=GREY)}</TD>")
+    rows.append("<TR>" + "".join(hdr) + "</TR>")
+    if has_pools:
+        sub = []
+        for pool in model.pools:
+            sub += [f"<TD {head}>{font(esc(p), size=11, bold=True)}</TD>" for p in shown[pool.name]]
+            pages = idle[pool.name]
+            if pages:
+                names = ", ".join(pages) if len(pages) <= 4 else f"{pages[0]} ... {pages[-1]}"
+                sub.append(f"<TD {head}>{font(esc(f'{len(pages)} untouched pages'), size=11, bold=True)}<BR/>"
+                           f"{font(esc(names), size=9, colour=GREY)}</TD>")
+        rows.append("<TR>" + "".join(sub) + "</TR>")
+    for i in range(n_steps + 1):
+        last = i == n_steps and i > 0
+        colour = RED if last and trace.violation else (ORANGE if last and model.deadlock else None)
+        cells = [f'<TD BGCOLOR="{HEADER}">{font(esc(str(i)), size=12, bold=True, colour=colour)}</TD>']
+        if i == 0:
+            cells.append(f'<TD COLSPAN="{len(lanes)}">{font(esc("initial state"), size=11, colour=GREY)}</TD>')
+        else:
+            acting = model.lane_of_step[i - 1]
+            for lane in lanes:
+                if lane != acting:
+                    cells.append("<TD> </TD>")
+                    continue
+                _, light, pale = model.colours(lane)
+                bg = pale if lane in model.requests else "white"
+                border = ""
+                if last and (trace.violation or model.deadlock):
+                    border = f' COLOR="{RED if trace.violation else ORANGE}" BORDER="3"'
+                cells.append(f'<TD BGCOLOR="{bg}" ALIGN="LEFT" BALIGN="LEFT"{border}>'
+                             f"{_lane_text(trace, model, i, lane)}</TD>")
+        for pool in model.pools:
+            for page in shown[pool.name]:
+                cells.append(_page_cell(trace, model, i, pool, page))
+            if idle[pool.name]:
+                # Untouched pages keep their initial cell: say it once, in the first row.
+                text = "free, never written" if i == 0 else "unchanged"
+                cells.append(f'<TD COLOR="#bbbbbb">{font(esc(text), size=9, colour=GREY)}</TD>')
+        rows.append("<TR>" + "".join(cells) + "</TR>")
+    return ('<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="4" COLOR="#bbbbbb">'
+            + "".join(rows) + "</TABLE>")
+
