@@ -142,9 +142,9 @@ def _unknown_kind_spec(tmp_path: Path) -> Path:
 
 def test_a_user_spec_emit_gives_typed_and_spec_events(tmp_path: Path) -> None:
     inst = Instance(load_spec(_unknown_kind_spec(tmp_path)))
-    inst.set_recording(True)
     ai = inst.find_instance("finish", (0,))
-    (succ,) = inst.successors_of(inst.init_state, ai)
+    with inst.mode(recording=True):
+        (succ,) = inst.successors_of(inst.init_state, ai)
     reply, oops = succ.events
     assert reply == Reply(req="A", status=500)
     assert oops == SpecEvent(name="oops", fields=(("detail", "lost"), ("req", "A")), violates="no_oops")
