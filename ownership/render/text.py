@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ownership.core.events import Alloc, Event, Free, Read, Reply, Transfer, Write
-from ownership.core.result import ActionCoverage, CheckResult, Measure, Verdict
+from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Measure, Verdict
 from ownership.core.story import story_of
 from ownership.core.trace import Trace, TraceKind, changed_fields
 from ownership.errors import SpecWarning
@@ -78,8 +78,9 @@ def actions_line(result: CheckResult) -> str:
     if first.measured is Measure.SAMPLED:
         how = "sampled"
     elif first.measured is Measure.EXACT and first.complete:
-        how = "exact" if result.engine not in ("bmc", "prove") or result.stats.states else \
-            "exact, by a separate search of every reachable state"
+        # A solver engine counts no states itself: its exact counts come from a separate search.
+        solver = result.coverage_kind in (CoverageKind.BOUNDED, CoverageKind.PROOF)
+        how = "exact, by a separate search of every reachable state" if solver and not result.stats.states else "exact"
     elif first.measured is Measure.EXACT:
         how = f"exact over the {first.states:,} state{'' if first.states == 1 else 's'} expanded"
     else:
