@@ -57,8 +57,8 @@ def _warn(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
-    """What ``ownership check`` prints for one spec: the report, the other engines, the files, the reproduce line."""
+def _print_report(outcome: Outcome, record: list[Any] | None, *, derived: bool) -> bool:
+    """The result report of one spec; ``False`` (and the run recorded) when it stopped before any engine ran."""
     from ownership.render.text import result_report
 
     spec, result = outcome.spec, outcome.result
@@ -66,11 +66,19 @@ def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
         for line in result_report(result):
             typer.echo(line)
         _record(record, outcome)
-        return
+        return False
     doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
     ghosts = [v.name for v in spec.vars.values() if v.ghost]
-    for line in result_report(result, invariant_doc=doc, ghosts=ghosts, derived=spec.derived_values.values()):
+    for line in result_report(result, invariant_doc=doc, ghosts=ghosts,
+                              derived=spec.derived_values.values() if derived else ()):
         typer.echo(line)
+    return True
+
+
+def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
+    """What ``ownership check`` prints for one spec: the report, the other engines, the files, the reproduce line."""
+    if not _print_report(outcome, record, derived=True):
+        return
     for other, relation, why in outcome.relations:
         # "agrees" only when both results promise something comparable; a sampled pass never does.
         said = "NO VIOLATION FOUND (sampled)" if other.sampled and other.verdict.name == "BOUNDED_OK" else other.verdict.name
@@ -342,17 +350,8 @@ def prove(
 
 def _print_prove(outcome: Outcome, record: list[Any] | None) -> None:
     """What ``ownership prove`` prints for one spec: the report and the files written."""
-    from ownership.render.text import result_report
-
-    spec, result = outcome.spec, outcome.result
-    if outcome.stopped_in_setup:
-        for line in result_report(result):
-            typer.echo(line)
-        _record(record, outcome)
+    if not _print_report(outcome, record, derived=False):
         return
-    doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
-    for line in result_report(result, invariant_doc=doc, ghosts=[v.name for v in spec.vars.values() if v.ghost]):
-        typer.echo(line)
     if outcome.trace_dir is not None:
         _write_error(outcome)
         typer.echo("  wrote " + ", ".join(str(p) for p in outcome.files))
