@@ -25,8 +25,9 @@ from typing import Any
 import z3
 
 from ownership.errors import Code, OwnershipError, location_in
+from ownership.spec.declarations import Domain, Params, Values
+from ownership.spec.guard import Disabled, is_truth_value
 from ownership.spec.instance import Instance, ViewBase, known_invariant, not_bool_error, strides
-from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
 from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 
 MAX_PATHS = 4096

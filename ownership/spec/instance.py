@@ -18,18 +18,10 @@ from operator import itemgetter
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location, location_in
+from ownership.spec.declarations import Action, Domain, Invariant, Params, Values
 from ownership.spec.elements import Element, ix, spec_frame_location, type_error
-from ownership.spec.model import (
-    Action,
-    Disabled,
-    Domain,
-    Invariant,
-    Params,
-    Spec,
-    Values,
-    describe_type,
-    is_truth_value,
-)
+from ownership.spec.guard import Disabled, describe_type, is_truth_value
+from ownership.spec.model import Spec
 from ownership.spec.purity import check_static
 from ownership.spec.types import BoolType, Enum, IntType, Ref, RefSet
 

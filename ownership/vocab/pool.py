@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
+from ownership.spec.declarations import Domain, SizeSpec
 from ownership.spec.elements import ix
-from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
+from ownership.spec.guard import Disabled, require
+from ownership.spec.model import Spec
 from ownership.spec.types import Int, Optional, SetOf
 
 _VOCAB_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -47,8 +47,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.declarations import Domain
 from ownership.spec.elements import ix
-from ownership.spec.model import Domain, require
+from ownership.spec.guard import require
 from ownership.spec.types import Int, Optional
 from ownership.vocab.pool import PagePool
 
