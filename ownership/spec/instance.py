@@ -433,8 +433,7 @@ class Instance(Successors, DeterminismAudit, InvariantChecks, StateCodec):
             Code.SPEC_RUNTIME, f"{what} raised {type(exc).__name__}: {exc}", file or self.spec.file, line
         )
 
-    # -- semantics ------------------------------------------------------------
-
+    # -- the view's modes ----------------------------------------------------
     @contextlib.contextmanager
     def mode(self, *, recording: bool | None = None, choice_reduction: Iterable[str] | None = None) -> Iterator[None]:
         """Within the block, the view records events or not, and reduces choices in the given domains.

@@ -13,7 +13,9 @@ A spec module builds one :class:`Spec` and registers on it
 The records those calls create live in :mod:`ownership.spec.declarations`,
 the guard ``require`` in :mod:`ownership.spec.guard`; this module is the
 builder that registers them, resolves action-argument annotations to domains
-(:func:`argument_domain`) and derives one spec from another.
+(:func:`argument_domain`) and derives one spec from another.  It runs a
+little over 400 lines because it is one method per kind of declaration,
+each refusing a bad declaration at the line that wrote it.
 
 Nothing here executes a spec; :mod:`ownership.spec.instance` binds a spec to
 concrete parameter values and runs it.  Engines only ever see those two.

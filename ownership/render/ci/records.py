@@ -155,6 +155,3 @@ def error_run(path: str | Path | None, exc: OwnershipError, *, mode: Mode = "che
         error=exc.one_line(),
         error_location=Location(exc.file, exc.line),
     )
-
-
-# -- shared text -------------------------------------------------------------

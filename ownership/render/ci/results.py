@@ -84,6 +84,3 @@ def _run_json(run: SpecRun) -> dict[str, Any]:
     else:
         out["trace"] = None
     return out
-
-
-# -- writing -----------------------------------------------------------------

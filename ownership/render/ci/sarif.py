@@ -261,6 +261,3 @@ def _violation_result(run: SpecRun, result: CheckResult, base: Path, expected: b
     if expected:
         entry["suppressions"] = [{"kind": "inSource", "justification": f"the spec declares expect=violates({bad!r})"}]
     return entry
-
-
-# -- JSON --------------------------------------------------------------------
