@@ -6,20 +6,10 @@ import; engines live in :mod:`ownership.engines` and load their solvers
 lazily, so importing a spec stays fast.
 """
 
+from ownership.spec.declarations import Domain, Expect, Params, Source, Values, ceil_div, safe, violates
 from ownership.spec.elements import Element
-from ownership.spec.model import (
-    Disabled,
-    Domain,
-    Expect,
-    Params,
-    Source,
-    Spec,
-    Values,
-    ceil_div,
-    require,
-    safe,
-    violates,
-)
+from ownership.spec.guard import Disabled, require
+from ownership.spec.model import Spec
 from ownership.spec.types import Bool, Enum, Int, Optional, SetOf
 from ownership.vocab.pool import Ownership, PagePool, transfer
 

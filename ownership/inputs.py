@@ -189,7 +189,7 @@ def check_instance_size(spec: Spec, overrides: Mapping[str, int], max_domain: in
     of hanging silently.  Unknown or out-of-range parameters are left to the
     instance, which reports them (OWN010/OWN011).
     """
-    from ownership.spec.model import Params, Values
+    from ownership.spec.declarations import Params, Values
 
     values = spec.default_params()
     for name, v in overrides.items():

@@ -102,7 +102,7 @@ def _write_error(outcome: Outcome) -> None:
 def _record(record: list[Any] | None, outcome: Outcome) -> None:
     """Add the CI reports' record of the run (see ``ownership.render.ci``)."""
     if record is not None:
-        from ownership.render.ci import spec_run
+        from ownership.render.ci.records import spec_run
 
         record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files))
 
@@ -162,7 +162,7 @@ def check(
 def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path | None, sarif: Path | None,
                json_out: Path | None, show: Any) -> ExitCode:
     """Check each spec in turn, print it with ``show``, write the CI reports; the worst exit code."""
-    from ownership.render.ci import reporting
+    from ownership.render.ci.writing import reporting
 
     worst = ExitCode.OK
     runs: list[Any] = []
@@ -245,7 +245,8 @@ def test_specs(
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
-    from ownership.render.ci import error_run, reporting, skipped_run, spec_run
+    from ownership.render.ci.records import error_run, skipped_run, spec_run
+    from ownership.render.ci.writing import reporting
     from ownership.spec.loader import spec_files
 
     inputs.check_seconds("--max-seconds", max_seconds)

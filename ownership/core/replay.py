@@ -17,7 +17,8 @@ from typing import Any
 from ownership.core.schema import ActionInfo, PoolSchema, TraceSchema
 from ownership.core.trace import Step, Trace, TraceKind, changed_fields
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import ActionInstance, Instance, State
+from ownership.spec.instance import Instance, State
+from ownership.spec.successors import ActionInstance
 
 
 def build_trace(

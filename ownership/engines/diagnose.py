@@ -50,8 +50,10 @@ from typing import TYPE_CHECKING, Any
 
 from ownership.engines.search import BreadthFirst, Control, Limits, Visitor
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import ActionInstance, Instance, State, Successor, select_invariants
-from ownership.spec.model import Action, Domain, Values
+from ownership.spec.declarations import Action, Domain, Values
+from ownership.spec.instance import Instance, State
+from ownership.spec.invariants import select_invariants
+from ownership.spec.successors import ActionInstance, Successor
 from ownership.spec.types import BoolType, Enum, IntType
 
 if TYPE_CHECKING:

@@ -49,8 +49,11 @@ from ownership.engines.symbolic import (
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import ActionInstance, Instance, State, Successor, not_bool_error, select_invariants
-from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
+from ownership.spec.declarations import Domain, Params, Values
+from ownership.spec.guard import Disabled, is_truth_value
+from ownership.spec.instance import Instance, State
+from ownership.spec.invariants import not_bool_error, select_invariants
+from ownership.spec.successors import ActionInstance, Successor
 
 if TYPE_CHECKING:
     from ownership.session.settings import Settings

@@ -43,7 +43,8 @@ from ownership.core.progress import Progress, ProgressFn
 from ownership.core.result import StopReason
 from ownership.engines.coverage import ActionTally
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
-from ownership.spec.instance import ActionInstance, Instance, State, Successor
+from ownership.spec.instance import Instance, State
+from ownership.spec.successors import ActionInstance, Successor
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,9 @@ from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, Sto
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import Element
-from ownership.spec.instance import ActionInstance, Instance, State, Successor, select_invariants
+from ownership.spec.instance import Instance, State
+from ownership.spec.invariants import select_invariants
+from ownership.spec.successors import ActionInstance, Successor
 
 if TYPE_CHECKING:
     from ownership.session.settings import Settings

@@ -25,8 +25,11 @@ from typing import Any
 import z3
 
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.instance import Instance, ViewBase, known_invariant, not_bool_error, strides
-from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
+from ownership.spec.declarations import Domain, Params, Values
+from ownership.spec.fields import strides
+from ownership.spec.guard import Disabled, is_truth_value
+from ownership.spec.instance import Instance, ViewBase
+from ownership.spec.invariants import known_invariant, not_bool_error
 from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
 
 MAX_PATHS = 4096

@@ -29,8 +29,9 @@ from typing import Any
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Stop, Visitor
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import ActionInstance, Instance, State
-from ownership.spec.model import Domain
+from ownership.spec.declarations import Domain
+from ownership.spec.instance import Instance, State
+from ownership.spec.successors import ActionInstance
 from ownership.spec.types import Ref, RefSet
 
 DEFAULT_SAMPLE = 80

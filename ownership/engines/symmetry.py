@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ownership.spec.fields import strides as layout_strides
 from ownership.spec.instance import Instance, State
-from ownership.spec.instance import strides as layout_strides
 from ownership.spec.types import Ref, RefSet
 
 MAX_PERMUTED = 6

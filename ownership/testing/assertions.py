@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from ownership.core.expectation import judge
 from ownership.core.result import CheckResult
-from ownership.spec.model import Expect, Spec
+from ownership.spec.declarations import Expect
+from ownership.spec.model import Spec
 
 if TYPE_CHECKING:
     from ownership.session import Outcome

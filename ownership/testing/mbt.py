@@ -58,8 +58,9 @@ from ownership.engines.stateful import (
 )
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import plain
-from ownership.spec.instance import ActionInstance, Instance, State
+from ownership.spec.instance import Instance, State
 from ownership.spec.model import Spec
+from ownership.spec.successors import ActionInstance
 
 
 class Rejected(Exception):  # noqa: N818 - reads as "the implementation rejected it"

@@ -31,8 +31,10 @@ from __future__ import annotations
 from typing import Any
 
 from ownership.core.events import FreeDeferred, Write, WriteInFlight, WritePosted
+from ownership.spec.declarations import Domain
 from ownership.spec.elements import ix
-from ownership.spec.model import Domain, Spec, require
+from ownership.spec.guard import require
+from ownership.spec.model import Spec
 from ownership.vocab.pool import PagePool
 
 

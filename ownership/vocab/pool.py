@@ -25,8 +25,10 @@ from typing import Any
 
 from ownership.core.events import Alloc, Free, Read, Transfer, Write
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
+from ownership.spec.declarations import Domain, SizeSpec
 from ownership.spec.elements import ix
-from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
+from ownership.spec.guard import Disabled, require
+from ownership.spec.model import Spec
 from ownership.spec.types import Int, Optional, SetOf
 
 _VOCAB_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -48,8 +48,9 @@ from typing import Any
 
 from ownership.core.events import Evict, Free, PrefixHit, PrefixRead, Publish
 from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.declarations import Domain
 from ownership.spec.elements import ix
-from ownership.spec.model import Domain, require
+from ownership.spec.guard import require
 from ownership.spec.types import Int, Optional
 from ownership.vocab.pool import PagePool
 

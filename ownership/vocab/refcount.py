@@ -37,8 +37,10 @@ from typing import Any
 
 from ownership.core.events import Alloc, Decref, Free
 from ownership.errors import Code, OwnershipError, caller_location
+from ownership.spec.declarations import Domain, SizeSpec
 from ownership.spec.elements import ix
-from ownership.spec.model import Disabled, Domain, SizeSpec, Spec, require
+from ownership.spec.guard import Disabled, require
+from ownership.spec.model import Spec
 from ownership.spec.types import Int, Optional, SetOf
 
 BUILTINS = ("refcount_nonnegative", "free_list_once", "no_free_while_referenced", "refcount_matches_tables")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ownership.engines.symbolic import Sym, SymView, b2i, int_of, ival
-from ownership.spec.model import Disabled
+from ownership.spec.guard import Disabled
 
 if TYPE_CHECKING:
     from ownership.vocab.pool import PagePool

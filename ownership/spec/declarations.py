@@ -1,0 +1,212 @@
+"""The declarations a spec is made of: parameters, domains, value sets, variables, actions, invariants.
+
+Small frozen records that :class:`~ownership.spec.model.Spec` creates and
+holds, plus the values engines pass to spec code (:class:`Params`), the
+source a spec models (:class:`Source`) and its expected verdict
+(:class:`Expect`, :func:`safe`, :func:`violates`).  Nothing here executes a spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ownership.spec.types import ValueType
+
+
+def ceil_div(a: int, b: int) -> int:
+    """``ceil(a / b)`` for non-negative integers, as engines compute page counts."""
+    return -(-a // b)
+
+
+class Params:
+    """Read-only parameter values, reached in spec code as ``s.params.NAME``."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.__dict__.update(values)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("parameters are read-only")
+
+    def as_dict(self) -> dict[str, int]:
+        """The values as a plain dict."""
+        return dict(self.__dict__)
+
+    def __getattr__(self, name: str) -> int:
+        # Only reached for a name that is not a parameter; declared so a type
+        # checker knows that `s.params.NAME` is an int.
+        raise AttributeError(f"no parameter {name!r}")
+
+
+SizeSpec = int | str | Callable[[Params], int]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A named integer parameter with a default, overridable with ``--param``."""
+
+    name: str
+    default: int
+    doc: str = ""
+    min: int | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """A finite set of interchangeable or distinct things: requests, pages, nodes.
+
+    ``size`` is an int, the name of a parameter, or a function of the
+    parameters.  ``symmetric`` declares that the spec treats all elements
+    alike (never names one in particular, never orders them), which lets the
+    explorer merge states that differ only by a permutation of elements.
+    Spec code then sees its elements as opaque :class:`~ownership.spec.elements.Element`
+    objects (equality and indexing only).  ``ordered`` declares the opposite
+    on purpose: elements are ints whose order and arithmetic mean something
+    (slot adjacency, contiguous ranges), and no symmetry reduction applies.
+    """
+
+    name: str
+    size: SizeSpec
+    symmetric: bool = False
+    names: Callable[[int], str] | Sequence[str] | None = None
+    doc: str = ""
+    ordered: bool = False
+
+    def resolve_size(self, params: Params) -> int:
+        """Number of elements for these parameter values."""
+        if isinstance(self.size, int):
+            return self.size
+        if isinstance(self.size, str):
+            return int(getattr(params, self.size))
+        return int(self.size(params))
+
+    def element_names(self, n: int) -> list[str]:
+        """Display names of the ``n`` elements."""
+        if self.names is None:
+            prefix = self.name[0].lower()
+            return [f"{prefix}{i}" for i in range(n)]
+        if callable(self.names):
+            return [self.names(i) for i in range(n)]
+        given = list(self.names)
+        return [given[i] if i < len(given) else f"{self.name[0].lower()}{i}" for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Values:
+    """A finite domain of parameter-derived integers (e.g. prompt lengths).
+
+    Action arguments annotated with it range over ``values(params)``; the
+    values are ints, not element indices.
+    """
+
+    name: str
+    values: Callable[[Params], Sequence[int]]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A named quantity computed from parameters, written as a formula.
+
+    ``limit = spec.derived("max_req_input_len", "min(context_len - 1, pool_tokens - 1)")``;
+    spec code calls ``limit(s)``.  Reports print the formula next to its value,
+    so a parameter search can say *why* a boundary is where it is.
+    """
+
+    name: str
+    formula: str
+    doc: str = ""
+    code: Any = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        # Compiled once: actions call the formula on every step.
+        object.__setattr__(self, "code", compile(self.formula, f"<derived {self.name}>", "eval"))
+
+    def evaluate(self, params: Params | dict[str, Any]) -> Any:
+        """The value for these parameter values (ints, or solver terms for free parameters)."""
+        env = params if isinstance(params, dict) else vars(params)
+        return eval(self.code, {"__builtins__": {}, "min": min, "max": max, "ceil_div": ceil_div}, dict(env))  # noqa: S307
+
+    def __call__(self, s: Any) -> Any:
+        return self.evaluate(s.params)
+
+
+@dataclass(frozen=True)
+class Var:
+    """A state variable: a scalar or a table indexed by one or more domains."""
+
+    name: str
+    type: ValueType
+    index: tuple[Domain, ...]
+    init: Any
+    doc: str = ""
+    ghost: bool = False
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    """A transition: a function of the state view and domain-typed arguments."""
+
+    name: str
+    fn: Callable[..., Any]
+    arg_names: tuple[str, ...]
+    arg_domains: tuple[Domain | Values, ...]
+    doc: str
+    file: str | None
+    line: int | None
+    may_be_dead: str | None = None
+    """Why the action may never fire (declared by the spec); ``None``: a dead action is a warning."""
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """A named safety property, ``fn(s) -> bool`` (true in every reachable state)."""
+
+    name: str
+    fn: Callable[..., Any]
+    doc: str
+    file: str | None
+    line: int | None
+    helper: bool = False
+
+
+@dataclass(frozen=True)
+class Source:
+    """The real code a spec models: engine, version and file/function references."""
+
+    engine: str
+    version: str = ""
+    where: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``SGLang 0.5.21: decode.py DecodePreallocQueue.pop_preallocated, ...``."""
+        head = f"{self.engine} {self.version}".strip()
+        return f"{head}: {', '.join(self.where)}" if self.where else head
+
+
+@dataclass(frozen=True)
+class Expect:
+    """The verdict a spec is known to have: safe, or violating one invariant."""
+
+    violates: str | None = None
+
+    @property
+    def safe(self) -> bool:
+        return self.violates is None
+
+    def describe(self) -> str:
+        return "safe" if self.violates is None else f"violates {self.violates}"
+
+
+def safe() -> Expect:
+    """Expected verdict: no invariant is violated."""
+    return Expect(None)
+
+
+def violates(invariant: str) -> Expect:
+    """Expected verdict: ``invariant`` is violated."""
+    return Expect(invariant)

@@ -1,0 +1,193 @@
+"""Evaluating invariants: their truth value, which ones a run checks, and that they only read the state.
+
+The module-level functions are shared by every engine (OWN065 for an
+invariant that does not return a bool, OWN004/OWN012 for an unknown
+invariant name); :class:`InvariantChecks` is the part of
+:class:`~ownership.spec.instance.Instance` that evaluates them on a concrete
+state and refuses one that writes it (OWN067).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ownership.errors import Code, OwnershipError
+from ownership.spec.declarations import Invariant
+from ownership.spec.elements import spec_frame_location
+from ownership.spec.guard import describe_type, is_truth_value
+from ownership.spec.model import Spec
+
+if TYPE_CHECKING:
+    from ownership.spec.instance import Instance, State, View
+    from ownership.spec.successors import Successor
+
+
+def invariant_value(inv: Invariant, value: object) -> bool:
+    """The truth of what invariant ``inv`` returned; OWN065 unless it is a bool.
+
+    A list, a generator or a non-zero count is always true, so an invariant
+    returning one could never fail and every check would say PROVED.
+    """
+    if value is True:
+        return True
+    if value is False:
+        return False
+    if is_truth_value(value):
+        return bool(value)
+    raise not_bool_error(inv, value)
+
+
+def not_bool_error(inv: Invariant, value: object) -> OwnershipError:
+    """OWN065 for invariant ``inv`` returning ``value``."""
+    hint = (" (a list or a generator is true whenever it is non-empty, so the invariant could never fail: "
+            "return all(...) or any(...) of the condition)") if not isinstance(value, (int, type(None))) else ""
+    return OwnershipError(
+        Code.SPEC_NOT_BOOL,
+        f"invariant {inv.name} returned {describe_type(value)}, not a bool{hint}",
+        inv.file,
+        inv.line,
+    )
+
+
+def known_invariant(spec: Spec, name: str) -> None:
+    """OWN004, at the spec line, unless ``name`` is an invariant of ``spec``.
+
+    An event marked ``violates=`` with a name the spec does not declare (a
+    typo, a renamed invariant) would silently never be a violation.
+    """
+    if name in spec.invariants:
+        return
+    file, line = spec_frame_location(3)
+    raise OwnershipError(
+        Code.SPEC_INVALID,
+        f"an event is marked violates={name!r}, but spec {spec.name} declares no invariant {name!r} "
+        f"(known: {', '.join(spec.invariants)}): such an event could never be a violation",
+        file,
+        line,
+    )
+
+
+def select_invariants(inst: Instance, names: Sequence[str] | None) -> tuple[Invariant, ...]:
+    """The invariants an engine checks: those ``names`` (``--invariant``), or all of them by default.
+
+    OWN012, at the spec line (where its invariants are declared), for a
+    name the spec does not have: a typo must not check nothing and pass.
+    """
+    spec = inst.spec
+    if names is None:
+        return tuple(spec.invariants.values())
+    for name in names:
+        if name not in spec.invariants:
+            known = ", ".join(spec.invariants) or "none"
+            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {name!r} (known: {known})",
+                                 spec.file, spec.line)
+    return tuple(spec.invariants[name] for name in names)
+
+
+class InvariantChecks:
+    """:class:`~ownership.spec.instance.Instance`'s invariant and terminal-predicate evaluation on concrete states."""
+
+    if TYPE_CHECKING:
+        spec: Spec
+        view: View
+        invariants: list[Invariant]
+
+        def _runtime_error(self, what: str, exc: Exception, file: str | None) -> OwnershipError: ...
+
+        def cells(self, state: State) -> dict[str, str]: ...
+
+    def violated(self, state: State) -> str | None:
+        """Name of the first invariant ``state`` violates, or ``None``."""
+        view = self.view
+        view._cells[:] = state
+        for inv in self.invariants:
+            try:
+                ok = inv.fn(view)
+            except OwnershipError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+            if not invariant_value(inv, ok):
+                self.check_unchanged(state)
+                return inv.name
+        self.check_unchanged(state)
+        return None
+
+    def check_unchanged(self, state: State) -> None:
+        """OWN067 if evaluating invariants (or the terminal predicate) on ``state`` wrote the view's cells.
+
+        An invariant that writes changes what the invariants after it see (a
+        counter reset to 0 makes every bound on it hold): it could hide a
+        violation.  One comparison per evaluated state; the culprit is only
+        searched for when something was written.
+        """
+        if tuple(self.view._cells) == state:
+            return
+        view = self.view
+        labels = list(self.cells(state))
+        culprits: list[tuple[str, str | None, int | None, Callable[..., Any]]] = [
+            (f"invariant {inv.name}", inv.file, inv.line, inv.fn) for inv in self.invariants
+        ]
+        done = self.spec.done
+        if done is not None:
+            code = getattr(done, "__code__", None)
+            culprits.append(("the @spec.terminal predicate", code.co_filename if code else None,
+                             code.co_firstlineno if code else None, done))
+        for what, file, line, fn in culprits:
+            view._cells[:] = state
+            try:
+                fn(view)
+            except Exception:  # noqa: BLE001 - only looking for the writer
+                pass
+            after = tuple(view._cells)
+            if after != state:
+                i = next(k for k, (a, b) in enumerate(zip(state, after, strict=True)) if a != b)
+                view._cells[:] = state
+                raise OwnershipError(
+                    Code.SPEC_IMPURE,
+                    f"{what} writes the state ({labels[i]} from {state[i]!r} to {after[i]!r}): invariants and "
+                    "the terminal predicate must only read it, or a later invariant sees a state that is not "
+                    "the one reached",
+                    file,
+                    line,
+                )
+        view._cells[:] = state
+        raise OwnershipError(Code.SPEC_IMPURE, "evaluating the invariants wrote the state: they must only read it",
+                             self.spec.file, self.spec.line)
+
+    def step_violated(self, succ: Successor, checked: Sequence[str] | None = None) -> str | None:
+        """First invariant, in declaration order, that the step to ``succ`` violates, or ``None``.
+
+        A step violates ``X`` when its state does or when one of its events
+        was marked ``violates=X``; only the ``checked`` invariants count
+        (all of them by default).
+        """
+        names = list(self.spec.invariants) if checked is None else [n for n in self.spec.invariants if n in checked]
+        for name in names:
+            if name in succ.violations or not self.holds(succ.state, name):
+                return name
+        return None
+
+    def holds(self, state: State, invariant: str) -> bool:
+        """Whether ``state`` satisfies the named invariant."""
+        view = self.view
+        view._cells[:] = state
+        inv = self.spec.invariants[invariant]
+        try:
+            ok = inv.fn(view)
+        except OwnershipError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+        self.check_unchanged(state)
+        return invariant_value(inv, ok)
+
+    def is_terminal(self, state: State) -> bool:
+        """Whether the spec calls ``state`` finished (no request pending)."""
+        if self.spec.done is None:
+            return False
+        self.view._cells[:] = state
+        done = bool(self.spec.done(self.view))
+        self.check_unchanged(state)
+        return done
