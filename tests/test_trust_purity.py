@@ -100,7 +100,8 @@ def sym_false():  # noqa: ANN201 - a z3 term; z3 is imported only here
 
 
 def test_free_and_realloc_inside_one_action_is_a_violation_for_hypothesis() -> None:
-    from ownership.engines.stateful import HypothesisOptions, check_stateful
+    from ownership.engines.hypothesis_engine.engine import check_stateful
+    from ownership.engines.hypothesis_engine.options import HypothesisOptions
 
     result = check_stateful(trust("free_realloc_inflight"), HypothesisOptions(invariants=(INFLIGHT,), seed=1))
     assert result.verdict is Verdict.VIOLATED and result.violated == INFLIGHT

@@ -48,14 +48,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records
-from ownership.engines.stateful import (
-    HypothesisOptions,
-    InvariantViolation,
-    RunLog,
-    _capturing,
-    _rule_name,
-    _settings,
-)
+from ownership.engines.hypothesis_engine.engine import capturing, hypothesis_settings
+from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, rule_name
+from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import plain
 from ownership.spec.instance import ActionInstance, Instance, State
@@ -102,7 +97,7 @@ class Adapter:
 
 @dataclass(frozen=True)
 class MBTOptions:
-    """Options of a model-based test run (see :class:`~ownership.engines.stateful.HypothesisOptions`)."""
+    """Options of a model-based test run (see :class:`~ownership.engines.hypothesis_engine.options.HypothesisOptions`)."""
 
     max_examples: int = 100
     steps: int = 30
@@ -364,11 +359,11 @@ def conformance_machine(inst: Instance, adapter_cls: type[Adapter]) -> type[Conf
     }
     taken = set(dir(ConformanceMachine))
     for act in spec.actions.values():
-        rule_name = _rule_name(act.name, taken)
-        ns[rule_name] = _make_rule(rule_name, act.name, act.arg_names)
+        method = rule_name(act.name, taken)
+        ns[method] = _make_rule(method, act.name, act.arg_names)
     for name in spec.invariants:
-        ns[_rule_name(f"spec_invariant_{name}", taken)] = _make_invariant(name)
-    ns[_rule_name("restart_when_done", taken)] = _restart
+        ns[rule_name(f"spec_invariant_{name}", taken)] = _make_invariant(name)
+    ns[rule_name("restart_when_done", taken)] = _restart
     return type(f"{adapter_cls.__name__}Conformance", (ConformanceMachine,), ns)
 
 
@@ -437,13 +432,13 @@ def run_mbt(
     base = conformance_machine(inst, adapter_cls)
     machine = type(base.__name__, (base,), {"_run": run})
     hopts = HypothesisOptions(max_examples=options.max_examples, steps=options.steps, derandomize=options.derandomize)
-    test = get_state_machine_test(machine, settings=_settings(hopts))
+    test = get_state_machine_test(machine, settings=hypothesis_settings(hopts))
     if options.seed is not None:
         test = hypothesis.seed(options.seed)(test)
     lines: list[str] = []
     failure: BaseException | None = None
     try:
-        with inst.mode(recording=False), _capturing(lines):
+        with inst.mode(recording=False), capturing(lines):
             test()
     except (Disagreement, InvariantViolation) as exc:
         failure = exc
