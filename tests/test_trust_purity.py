@@ -160,7 +160,7 @@ def test_a_tier_read_is_judged_by_tier_read_matches_index_not_by_the_pool_read_i
 
 
 def test_diagnose_finds_the_step_whose_event_is_the_violation() -> None:
-    from ownership.engines.diagnose import diagnose
+    from ownership.analysis.explain.necessary import diagnose
 
     d = diagnose(trust("free_realloc_inflight"), INFLIGHT)
     assert d.violating_states > 0

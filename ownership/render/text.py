@@ -13,7 +13,7 @@ from ownership.errors import SpecWarning
 from ownership.spec.instance import Event
 
 if TYPE_CHECKING:
-    from ownership.engines.diagnose import Condition, Diagnosis, NecessaryAction
+    from ownership.analysis.explain.diagnosis import Condition, Diagnosis, NecessaryAction
 
 WIDTH = 100
 
