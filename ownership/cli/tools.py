@@ -210,8 +210,9 @@ def mutate(
     """
     import json
 
-    from ownership.analysis.mutate import MUTATE_ENGINES, MutateOptions, report_lines
+    from ownership.analysis.mutate import MUTATE_ENGINES, MutateOptions
     from ownership.analysis.mutate import mutate as run_mutate
+    from ownership.analysis.mutation_report import report_lines
 
     if engine not in MUTATE_ENGINES:
         raise OwnershipError(Code.BAD_OPTION, f"--engine {engine!r}: mutate runs explore, bmc or hypothesis")
