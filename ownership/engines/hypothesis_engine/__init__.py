@@ -14,7 +14,7 @@ The machine is generated from the spec, not written by hand:
 * the values of ``s.choose`` are drawn too and passed to the rule as
   ``picks``, so every printed step is plain data:
   ``state.decode_admit(r='B', picks=())`` — Hypothesis' own reproduction is
-  pasteable Python (see :func:`load_machine`);
+  pasteable Python (see :func:`~.machine.load_machine`);
 * one Hypothesis ``@invariant`` that checks the spec invariants in declaration
   order, so this engine names the same first violation as the explorer.
 
