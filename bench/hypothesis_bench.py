@@ -52,13 +52,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from handwritten_disagg import Counters, DisaggParams, make_machine  # noqa: E402
 
-from ownership.engines import stateful  # noqa: E402
-from ownership.engines.stateful import HypothesisOptions, check_stateful  # noqa: E402
+from ownership.engines.hypothesis_engine import engine as hypothesis_engine  # noqa: E402
+from ownership.engines.hypothesis_engine import machine as hypothesis_machine  # noqa: E402
+from ownership.engines.hypothesis_engine.engine import check_stateful  # noqa: E402
+from ownership.engines.hypothesis_engine.options import HypothesisOptions  # noqa: E402
 from ownership.spec.instance import Instance  # noqa: E402
 from ownership.spec.loader import load_spec  # noqa: E402
 
 V21 = ROOT / "specs" / "sglang_disagg_v0_5_21.py"
-ENGINE_SETTINGS = stateful._settings  # the engine's settings, before the bench wraps them
+ENGINE_SETTINGS = hypothesis_engine.hypothesis_settings  # the engine's settings, before the bench wraps them
 
 # 16 requests x 256 decode pages.  The leak needs a prompt that prefill
 # rejects (>= min(context_len - 1, prefill_pool_tokens - 1) = 63) and decode
@@ -106,7 +108,7 @@ def _probe_engine(probe: _Probe) -> Iterator[None]:
     violation exception records the counters and clocks when it is first
     built; neither runs on an ordinary step.
     """
-    run_log, violation = stateful.RunLog, stateful.InvariantViolation
+    run_log, violation = hypothesis_engine.RunLog, hypothesis_machine.InvariantViolation
 
     class ProbedLog(run_log):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
@@ -120,11 +122,11 @@ def _probe_engine(probe: _Probe) -> Iterator[None]:
                 wall, cpu = CLOCK()
                 probe.first = (probe.log.examples, probe.log.steps, wall, cpu)
 
-    stateful.RunLog, stateful.InvariantViolation = ProbedLog, ProbedViolation  # type: ignore[misc, assignment]
+    hypothesis_engine.RunLog, hypothesis_machine.InvariantViolation = ProbedLog, ProbedViolation  # type: ignore[misc, assignment]
     try:
         yield
     finally:
-        stateful.RunLog, stateful.InvariantViolation = run_log, violation  # type: ignore[misc]
+        hypothesis_engine.RunLog, hypothesis_machine.InvariantViolation = run_log, violation  # type: ignore[misc]
 
 
 def _settings(options: HypothesisOptions, args: argparse.Namespace) -> Any:
@@ -139,11 +141,11 @@ def _settings(options: HypothesisOptions, args: argparse.Namespace) -> Any:
 @contextmanager
 def _engine_settings(args: argparse.Namespace) -> Iterator[None]:
     """Make ``check_stateful`` use :func:`_settings` (only the phases change)."""
-    stateful._settings = lambda options: _settings(options, args)  # type: ignore[assignment]
+    hypothesis_engine.hypothesis_settings = lambda options: _settings(options, args)  # type: ignore[assignment]
     try:
         yield
     finally:
-        stateful._settings = ENGINE_SETTINGS  # type: ignore[assignment]
+        hypothesis_engine.hypothesis_settings = ENGINE_SETTINGS  # type: ignore[assignment]
 
 
 def run_generated(size: str, seed: int, args: argparse.Namespace) -> Run:

@@ -17,9 +17,12 @@ from typer.testing import CliRunner
 from conftest import CORPUS, ROOT, SPECS, instance
 from ownership.cli import app
 from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
-from ownership.engines import AGREES, DISAGREES, MISSED, NOT_COMPARABLE, compare, relate, stateful
+from ownership.engines import AGREES, DISAGREES, MISSED, NOT_COMPARABLE, compare, relate
 from ownership.engines.explore import explore
-from ownership.engines.stateful import HypothesisOptions, check_stateful
+from ownership.engines.hypothesis_engine import engine as hypothesis_engine
+from ownership.engines.hypothesis_engine import machine as hypothesis_machine
+from ownership.engines.hypothesis_engine.engine import check_stateful
+from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec
 
@@ -196,7 +199,7 @@ def test_reproduction_of_a_real_failing_run_raises_at_the_failing_step(monkeypat
     proc = _run_reproduction(r.reproduction, ROOT)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
-    assert last == (f"ownership.engines.stateful.InvariantViolation: invariant {r.violated} violated after "
+    assert last == (f"ownership.engines.hypothesis_engine.machine.InvariantViolation: invariant {r.violated} violated after "
                     f"step {len(r.trace)} {r.trace.steps[-1].call}")
 
 
@@ -207,8 +210,8 @@ def test_reproduction_with_restarts_runs_and_raises_at_the_failing_step(
     path.write_text(RESTARTS)
     monkeypatch.chdir(tmp_path)
     # Without shrinking the failing example keeps the runs before it, each ended by a restart.
-    plain = stateful._settings
-    monkeypatch.setattr(stateful, "_settings", lambda o: hypothesis.settings(plain(o), phases=[hypothesis.Phase.generate]))
+    plain = hypothesis_engine.hypothesis_settings
+    monkeypatch.setattr(hypothesis_engine, "hypothesis_settings", lambda o: hypothesis.settings(plain(o), phases=[hypothesis.Phase.generate]))
     r = check_stateful(Instance(load_spec(path)), HypothesisOptions(max_examples=200, steps=40, seed=2, walks=0))
     assert r.violated == "not_seven" and r.reproduction is not None
     restart = [ln for ln in r.reproduction.splitlines() if ln.startswith("state.") and "restart" in ln]
@@ -217,11 +220,11 @@ def test_reproduction_with_restarts_runs_and_raises_at_the_failing_step(
     proc = _run_reproduction(r.reproduction, tmp_path)
     assert "AttributeError" not in proc.stderr, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert last == "ownership.engines.stateful.InvariantViolation: invariant not_seven violated after step 1 pick()"
+    assert last == "ownership.engines.hypothesis_engine.machine.InvariantViolation: invariant not_seven violated after step 1 pick()"
 
 
 def test_every_printed_step_names_an_attribute_of_the_machine() -> None:
-    cls = stateful.machine_class(instance("sglang_disagg_v0_5_21"))
+    cls = hypothesis_machine.machine_class(instance("sglang_disagg_v0_5_21"))
     rules = cls.setup_state().rules
     assert len(rules) == len(instance("sglang_disagg_v0_5_21").spec.actions) + 1  # + the restart
     for rule in rules:
@@ -235,7 +238,7 @@ def test_reproduction_of_a_walk_raises_at_the_failing_step(monkeypatch: pytest.M
     assert r.options.get("found_by") == "walk"
     proc = _run_reproduction(r.reproduction, ROOT)
     last = proc.stderr.strip().splitlines()[-1]
-    assert last == (f"ownership.engines.stateful.InvariantViolation: invariant {r.violated} violated after "
+    assert last == (f"ownership.engines.hypothesis_engine.machine.InvariantViolation: invariant {r.violated} violated after "
                     f"step {len(r.trace)} {r.trace.steps[-1].call}")
 
 

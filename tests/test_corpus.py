@@ -20,7 +20,8 @@ def _explore(inst: Instance) -> CheckResult:
 
 
 def _hypothesis(inst: Instance) -> CheckResult:
-    from ownership.engines.stateful import HypothesisOptions, check_stateful
+    from ownership.engines.hypothesis_engine.engine import check_stateful
+    from ownership.engines.hypothesis_engine.options import HypothesisOptions
 
     return check_stateful(inst, HypothesisOptions(max_examples=150, steps=30, derandomize=True))
 

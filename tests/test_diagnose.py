@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 
 from conftest import CORPUS, ROOT, SPECS, instance
 from ownership import require
+from ownership.analysis.explain.diagnosis import DiagnoseOptions
+from ownership.analysis.explain.necessary import diagnose
 from ownership.cli import app
 from ownership.core.result import Verdict
-from ownership.engines.diagnose import DiagnoseOptions, diagnose
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.graph import GraphOptions, state_graph
 from ownership.errors import Code, OwnershipError

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ownership.analysis.mutate import MutateOptions, generate_mutants, mutate
+from ownership.analysis.mutants import generate_mutants
+from ownership.analysis.mutate import MutateOptions, mutate
 from ownership.cli import app
 from ownership.errors import Code, OwnershipError
 

@@ -14,7 +14,8 @@ from ownership import Ownership, Spec
 from ownership.core.result import Verdict
 from ownership.engines.bmc import BmcOptions, bmc, prove
 from ownership.engines.explore import ExploreOptions, explore
-from ownership.engines.stateful import HypothesisOptions, check_stateful
+from ownership.engines.hypothesis_engine.engine import check_stateful
+from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.symcheck import check_symmetry, permuter
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import Element, ix

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from conftest import instance
+from ownership.analysis.explain.necessary import diagnose
 from ownership.core.result import StopReason
-from ownership.engines.diagnose import diagnose
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.graph import state_graph
 from ownership.engines.search import BreadthFirst, Control, Limits, Stop, Visitor

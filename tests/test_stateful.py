@@ -12,7 +12,9 @@ from ownership.cli import app
 from ownership.core.replay import replay
 from ownership.core.result import StopReason, Verdict
 from ownership.engines.explore import explore
-from ownership.engines.stateful import HypothesisOptions, InvariantViolation, check_stateful, machine_class
+from ownership.engines.hypothesis_engine.engine import check_stateful
+from ownership.engines.hypothesis_engine.machine import InvariantViolation, machine_class
+from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec
 

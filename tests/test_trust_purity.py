@@ -100,7 +100,8 @@ def sym_false():  # noqa: ANN201 - a z3 term; z3 is imported only here
 
 
 def test_free_and_realloc_inside_one_action_is_a_violation_for_hypothesis() -> None:
-    from ownership.engines.stateful import HypothesisOptions, check_stateful
+    from ownership.engines.hypothesis_engine.engine import check_stateful
+    from ownership.engines.hypothesis_engine.options import HypothesisOptions
 
     result = check_stateful(trust("free_realloc_inflight"), HypothesisOptions(invariants=(INFLIGHT,), seed=1))
     assert result.verdict is Verdict.VIOLATED and result.violated == INFLIGHT
@@ -159,7 +160,7 @@ def test_a_tier_read_is_judged_by_tier_read_matches_index_not_by_the_pool_read_i
 
 
 def test_diagnose_finds_the_step_whose_event_is_the_violation() -> None:
-    from ownership.engines.diagnose import diagnose
+    from ownership.analysis.explain.necessary import diagnose
 
     d = diagnose(trust("free_realloc_inflight"), INFLIGHT)
     assert d.violating_states > 0

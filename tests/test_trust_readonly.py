@@ -14,8 +14,9 @@ import pytest
 
 from ownership.engines.bmc import BmcOptions, bmc, prove
 from ownership.engines.explore import ExploreOptions, explore
+from ownership.engines.hypothesis_engine.engine import check_stateful
+from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.paramexplore import ParamOptions, explore_params
-from ownership.engines.stateful import HypothesisOptions, check_stateful
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec

@@ -1,6 +1,6 @@
 """Mutation testing of a spec: do its invariants notice when its code is wrong?
 
-A spec is only as good as the bugs it can catch.  This module makes small
+A spec is only as good as the bugs it can catch.  Mutation testing makes small
 faults in the spec file's own code (delete one ``require``, flip one
 comparison, swap ``and``/``or``, negate an ``if``, drop one vocabulary call,
 move an integer constant in a guard by one) and checks each *mutant* with an
@@ -9,6 +9,11 @@ that still passes **survived**: the spec would not notice that fault in the
 real code either.  A survivor whose reachable state graph (without symmetry
 reduction) is identical to the original's, same states and same labelled
 edges, is **equivalent**: no invariant could ever tell them apart.
+
+The mutants are made in :mod:`~ownership.analysis.mutants`, the state graphs
+compared in :mod:`~ownership.analysis.mutant_graph` and the outcome written
+in :mod:`~ownership.analysis.mutation_report`; this module runs each mutant
+under a time limit and classifies it.
 
 Only code the spec file itself defines is mutated (its actions, helpers,
 invariant bodies and terminal predicate; for a derived spec, what the derived
@@ -23,237 +28,22 @@ its ``+OFFSET``).
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import difflib
-import re
 import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ownership.engines.search import Visitor
+from ownership.analysis.mutant_graph import ReachableGraph, reachable_graph
+from ownership.analysis.mutants import Mutant, generate_mutants
+from ownership.analysis.mutation_report import MutantResult, MutationReport
 from ownership.errors import Code, OwnershipError
-
-KINDS = ("delete-require", "flip-compare", "swap-boolop", "negate-if", "drop-call", "const+1", "const-1")
-"""Mutation operators, in the order mutants at the same place are listed."""
-
-OUTCOMES = ("killed", "survived", "equivalent", "timeout", "invalid", "accepted")
-"""How a mutant is classified."""
-
-_DECORATORS = frozenset({"action", "replace", "helper", "invariant", "terminal"})
-
-_FLIP: dict[type[ast.cmpop], tuple[str, str]] = {
-    # op type -> (regex of the token in the source, replacement text)
-    ast.Eq: (r"==", "!="),
-    ast.NotEq: (r"!=", "=="),
-    ast.Lt: (r"<(?!=)", ">="),
-    ast.GtE: (r">=", "<"),
-    ast.Gt: (r">(?!=)", "<="),
-    ast.LtE: (r"<=", ">"),
-    ast.In: (r"\bin\b", "not in"),
-    ast.NotIn: (r"\bnot\s+in\b", "in"),
-    ast.Is: (r"\bis\b", "is not"),
-    ast.IsNot: (r"\bis\s+not\b", "is"),
-}
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """One small fault in a spec file: where, what, and the whole mutated source."""
-
-    id: str
-    function: str
-    role: str
-    kind: str
-    line: int
-    offset: int
-    old: str
-    new: str
-    source: str = field(repr=False, compare=False)
-
-    @property
-    def short_id(self) -> str:
-        """The id without the line offset (survives edits that move the line)."""
-        return f"{self.function} {self.kind}: {self.old} => {self.new}"
-
-    def diff(self, original: str, filename: str = "spec") -> str:
-        """Unified diff of the mutated line(s) against ``original``."""
-        lines = difflib.unified_diff(
-            original.splitlines(keepends=True), self.source.splitlines(keepends=True),
-            fromfile=f"a/{filename}", tofile=f"b/{filename}", n=0,
-        )
-        return "".join(lines)
-
-
-# -- generation -----------------------------------------------------------------------------
-
-
-def _role(fn: ast.FunctionDef) -> str | None:
-    for d in fn.decorator_list:
-        target = d.func if isinstance(d, ast.Call) else d
-        if isinstance(target, ast.Attribute) and target.attr in _DECORATORS:
-            return target.attr
-    return None
-
-
-class _Source:
-    """The file as bytes per line: ``ast`` column offsets count UTF-8 bytes."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lines = text.encode("utf-8").splitlines(keepends=True)
-
-    def _offset(self, line: int, col: int) -> int:
-        return sum(len(x) for x in self.lines[: line - 1]) + col
-
-    def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self._offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
-                self._offset(node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
-
-    def text_of(self, start: int, end: int) -> str:
-        return b"".join(self.lines)[start:end].decode("utf-8")
-
-    def splice(self, start: int, end: int, new: str) -> str:
-        raw = b"".join(self.lines)
-        return (raw[:start] + new.encode("utf-8") + raw[end:]).decode("utf-8")
-
-
-def _keep_lines(old: str, new: str, *, statement: bool) -> str:
-    """``new`` padded to as many lines as ``old`` so later line numbers do not move."""
-    extra = old.count("\n") - new.count("\n")
-    if extra <= 0:
-        return new
-    return new + "\n" * extra if statement else f"({new}{chr(10) * extra})"
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _changed_lines(original: str, mutated: str) -> tuple[int, str, str]:
-    """First changed line and the changed lines of both texts, whitespace collapsed."""
-    a, b = original.splitlines(), mutated.splitlines()
-    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    old: list[str] = []
-    new: list[str] = []
-    first = 0
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
-        if tag == "equal":
-            continue
-        if not first:
-            first = i1 + 1
-        old += a[i1:i2]
-        new += b[j1:j2]
-    return first, _collapse(" ".join(old)), _collapse(" ".join(new))
-
-
-def _edits(fn: ast.FunctionDef, src: _Source) -> Iterator[tuple[str, int, int, str]]:
-    """(kind, start, end, replacement) for every mutation inside ``fn``'s body."""
-    state = fn.args.args[0].arg if fn.args.args else "s"
-    guards: list[ast.AST] = []
-    body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    nodes = [n for stmt in body for n in ast.walk(stmt)]
-    for node in nodes:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            call = node.value
-            start, end = src.span(node)
-            old = src.text_of(start, end)
-            if isinstance(call.func, ast.Name) and call.func.id == "require":
-                guards.extend(call.args)
-                yield "delete-require", start, end, _keep_lines(old, "pass", statement=True)
-            elif (call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == state
-                  and not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
-                           and call.func.value.id == state)):
-                # A vocabulary or helper call on the state: pool.free(s, r), transfer(s, ...).
-                yield "drop-call", start, end, _keep_lines(old, "pass", statement=True)
-        elif isinstance(node, ast.If):
-            guards.append(node.test)
-            start, end = src.span(node.test)
-            old = src.text_of(start, end)
-            yield "negate-if", start, end, f"not ({old})"
-        elif isinstance(node, ast.Compare):
-            edges = [node.left, *node.comparators]
-            for i, op in enumerate(node.ops):
-                pattern, repl = _FLIP[type(op)]
-                gap_start, gap_end = src.span(edges[i])[1], src.span(edges[i + 1])[0]
-                gap = src.text_of(gap_start, gap_end)
-                m = re.search(pattern, gap)
-                if m is None:  # pragma: no cover - the token is always between its operands
-                    continue
-                new_gap = gap[: m.start()] + repl + gap[m.end():]
-                yield "flip-compare", gap_start, gap_end, new_gap
-        elif isinstance(node, ast.BoolOp):
-            word, repl = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
-            # Every operator keyword of this chain, so `a and b and c` becomes `a or b or c`
-            # (flipping one of them would re-associate the chain).
-            start, end = src.span(node)
-            pieces: list[tuple[int, int, str]] = []
-            for left, right in zip(node.values, node.values[1:], strict=False):
-                g0, g1 = src.span(left)[1], src.span(right)[0]
-                gap = src.text_of(g0, g1)
-                m = re.search(rf"\b{word}\b", gap)
-                if m is not None:
-                    pieces.append((g0, g1, gap[: m.start()] + repl + gap[m.end():]))
-            text = src.text_of(start, end)
-            raw = text.encode("utf-8")
-            for g0, g1, new_gap in reversed(pieces):
-                raw = raw[: g0 - start] + new_gap.encode("utf-8") + raw[g1 - start:]
-            yield "swap-boolop", start, end, f"({raw.decode('utf-8')})"
-    for guard in guards:
-        for node in ast.walk(guard):
-            if isinstance(node, ast.Constant) and type(node.value) is int:
-                start, end = src.span(node)
-                yield "const+1", start, end, str(node.value + 1)
-                if node.value > 0:
-                    yield "const-1", start, end, str(node.value - 1)
-
-
-def generate_mutants(path: str | Path) -> list[Mutant]:
-    """Every mutant of the spec file ``path``, in a deterministic order (file order, then kind)."""
-    p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    try:
-        tree = ast.parse(text, str(p))
-    except SyntaxError as exc:
-        raise OwnershipError(Code.SPEC_SYNTAX, f"syntax error: {exc.msg}", str(p), exc.lineno) from None
-    src = _Source(text)
-    found: list[tuple[int, int, int, Mutant]] = []
-    seen: dict[str, int] = {}
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
-        role = _role(fn)
-        if role is None:
-            continue
-        for kind, start, end, replacement in _edits(fn, src):
-            old_text = src.text_of(start, end)
-            if replacement == old_text:
-                continue
-            mutated = src.splice(start, end, replacement)
-            line, old, new = _changed_lines(text, mutated)
-            offset = line - fn.lineno
-            ident = f"{fn.name}+{offset} {kind}: {old} => {new}"
-            count = seen.get(ident, 0) + 1
-            seen[ident] = count
-            if count > 1:
-                ident += f" #{count}"
-            mutant = Mutant(ident, fn.name, role, kind, line, offset, old, new, mutated)
-            found.append((start, KINDS.index(kind), len(found), mutant))
-    found.sort(key=lambda t: (t[0], t[1], t[2]))
-    return [m for *_, m in found]
-
-
-# -- running --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -265,95 +55,6 @@ class MutateOptions:
     params: tuple[tuple[str, int], ...] = ()
     max_graph_states: int = 200_000
     """Largest reachable graph (without symmetry) compared for equivalence."""
-
-
-@dataclass(frozen=True)
-class MutantResult:
-    """The classification of one mutant, with why."""
-
-    mutant: Mutant
-    outcome: str
-    detail: str
-    seconds: float
-    reason: str = ""
-    """For an accepted survivor: the reason the spec gives."""
-
-
-@dataclass(frozen=True)
-class MutationReport:
-    """Every mutant of one spec and its outcome."""
-
-    spec: str
-    file: str
-    engine: str
-    params: Mapping[str, int]
-    results: tuple[MutantResult, ...]
-    original: str = field(repr=False)
-
-    def count(self, outcome: str) -> int:
-        """How many mutants had ``outcome``."""
-        return sum(r.outcome == outcome for r in self.results)
-
-    @property
-    def score(self) -> float | None:
-        """killed / (killed + survived + timed out); ``None`` when there is no such mutant.
-
-        Accepted survivors count as killed here: the spec has answered for them.
-        """
-        killed = self.count("killed") + self.count("accepted")
-        total = killed + self.count("survived") + self.count("timeout")
-        return killed / total if total else None
-
-    @property
-    def raw_score(self) -> float | None:
-        """The score without the accepted survivors counted as killed."""
-        killed = self.count("killed")
-        total = killed + self.count("accepted") + self.count("survived") + self.count("timeout")
-        return killed / total if total else None
-
-    @property
-    def ok(self) -> bool:
-        """Every non-equivalent, valid mutant is killed or accepted."""
-        return not self.count("survived") and not self.count("timeout")
-
-    def summary(self) -> str:
-        """``12 mutants: 10 killed, 1 survived, ... score 90.9%``."""
-        parts = ", ".join(f"{self.count(o)} {'timed out' if o == 'timeout' else o}" for o in OUTCOMES)
-        score = self.score
-        shown = "n/a" if score is None else f"{100 * score:.1f}%"
-        line = f"{self.spec}: {len(self.results)} mutants: {parts}; non-equivalent mutation score {shown}"
-        raw = self.raw_score
-        if self.count("accepted") and raw is not None:
-            line += f" ({100 * raw:.1f}% counting the accepted as survivors)"
-        return line
-
-    def to_json(self) -> dict[str, Any]:
-        """Machine-readable form (``--json``)."""
-        return {
-            "spec": self.spec,
-            "file": self.file,
-            "engine": self.engine,
-            "params": dict(self.params),
-            "counts": {o: self.count(o) for o in OUTCOMES} | {"generated": len(self.results)},
-            "score": self.score,
-            "score_without_accepted": self.raw_score,
-            "ok": self.ok,
-            "mutants": [
-                {
-                    "id": r.mutant.id,
-                    "function": r.mutant.function,
-                    "role": r.mutant.role,
-                    "kind": r.mutant.kind,
-                    "line": r.mutant.line,
-                    "outcome": r.outcome,
-                    "detail": r.detail,
-                    "reason": r.reason or None,
-                    "seconds": round(r.seconds, 3),
-                    "diff": r.mutant.diff(self.original, Path(self.file).name) if r.outcome in ("survived", "timeout", "accepted") else None,
-                }
-                for r in self.results
-            ],
-        }
 
 
 ProgressFn = Callable[[int, int, MutantResult], None]
@@ -389,89 +90,6 @@ def _load(path: Path, folder: Path) -> Any:
     finally:
         if added:
             sys.path.remove(str(folder))
-
-
-class _Graph:
-    """Reachable states and labelled edges of an instance (no symmetry reduction), with what
-    the comparison also needs: the states where work is pending but nothing is enabled, and
-    which actions ever fire."""
-
-    def __init__(self, states: frozenset[Any], edges: frozenset[tuple[Any, str, Any]], deadlocks: int,
-                 fired: frozenset[str], stuck: int) -> None:
-        self.states = states
-        self.edges = edges
-        self.deadlocks = deadlocks
-        self.fired = fired
-        self.stuck = stuck
-        """States from which no terminal state can be reached (work that can never finish)."""
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Graph) and self.states == other.states and self.edges == other.edges
-
-    def moves(self) -> frozenset[tuple[Any, str, Any]]:
-        """The edges that change the state (self-loops removed)."""
-        return frozenset(e for e in self.edges if e[0] != e[2])
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _graph(inst: Any, deadline: float, max_states: int) -> _Graph | str:
-    """The full graph (every state, no symmetry), or why it was not built (too big, out of time)."""
-    from ownership.core.result import StopReason
-    from ownership.engines.search import BreadthFirst, Limits  # noqa: I001 - the engines load lazily
-
-    seconds = deadline - time.perf_counter()
-    if seconds <= 0:
-        return "out of time while comparing state graphs"
-    recorder = _GraphRecorder(inst)
-    search = BreadthFirst(inst, symmetry=False, limits=Limits(max_states=max_states, max_seconds=seconds))
-    stop = search.run(recorder).stop.reason
-    if stop is StopReason.STATE_LIMIT:
-        return f"more than {max_states:,} states: state graphs not compared"
-    if stop is not StopReason.EXHAUSTED:
-        return "out of time while comparing state graphs"
-    seen = set(recorder.states.values())
-    return _Graph(frozenset(seen), frozenset(recorder.edges), recorder.deadlocks, frozenset(recorder.fired),
-                  _stuck(inst, seen, recorder.edges))
-
-
-class _GraphRecorder(Visitor):
-    """Every state and labelled edge of the search, and the dead ends that are not terminal."""
-
-    def __init__(self, inst: Any) -> None:
-        self.inst = inst
-        self.states: dict[int, Any] = {}
-        self.edges: set[tuple[Any, str, Any]] = set()
-        self.fired: set[str] = set()
-        self.deadlocks = 0
-
-    def on_state(self, node: int, state: Any, depth: int) -> None:
-        self.states[node] = state
-
-    def on_edge(self, src: int, action: Any, succ: Any, dst: int) -> None:
-        self.edges.add((self.states[src], action.label, succ.state))
-        self.fired.add(action.action.name)
-
-    def on_dead_end(self, node: int, state: Any, depth: int) -> None:
-        if self.inst.spec.done is not None and not self.inst.is_terminal(state):
-            self.deadlocks += 1
-
-
-def _stuck(inst: Any, states: set[Any], edges: set[tuple[Any, str, Any]]) -> int:
-    """How many states cannot reach a terminal state (0 when the spec has no terminal predicate)."""
-    if inst.spec.done is None:
-        return 0
-    preds: dict[Any, list[Any]] = {}
-    for a, _, b in edges:
-        preds.setdefault(b, []).append(a)
-    can = {st for st in states if inst.is_terminal(st)}
-    queue = deque(can)
-    while queue:
-        for a in preds.get(queue.popleft(), ()):
-            if a not in can:
-                can.add(a)
-                queue.append(a)
-    return len(states) - len(can)
 
 
 def _expected(spec: Any, result: Any) -> str | None:
@@ -541,8 +159,8 @@ def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress:
     original_text = p.read_text(encoding="utf-8")
     # Built once, up front and outside every mutant's time limit: an interrupted build would
     # leave the instance's caches half updated for the comparisons that follow.
-    original_graph: list[_Graph | str] = [
-        _graph(Instance(spec, params), time.perf_counter() + max(limit, 60.0), options.max_graph_states)
+    original_graph: list[ReachableGraph | str] = [
+        reachable_graph(Instance(spec, params), time.perf_counter() + max(limit, 60.0), options.max_graph_states)
     ]
     results: list[MutantResult] = []
     tmp = Path(tempfile.mkdtemp(prefix="ownership-mutate-"))
@@ -590,7 +208,7 @@ def _hard_limit(seconds: float) -> Iterator[None]:
 
 def _run_mutant(
     m: Mutant, k: int, p: Path, tmp: Path, spec: Any, params: dict[str, int], options: MutateOptions,
-    engine_opts: Any, expected: str | None, base_inst: Any, original_graph: list[_Graph | str],
+    engine_opts: Any, expected: str | None, base_inst: Any, original_graph: list[ReachableGraph | str],
 ) -> MutantResult:
     start = time.perf_counter()
     where = tmp / f"m{k}"
@@ -613,7 +231,7 @@ def _run_mutant(
 
 def _classify(
     m: Mutant, file: Path, p: Path, spec: Any, params: dict[str, int], options: MutateOptions, engine_opts: Any,
-    expected: str | None, base_inst: Any, original_graph: list[_Graph | str], start: float,
+    expected: str | None, base_inst: Any, original_graph: list[ReachableGraph | str], start: float,
 ) -> MutantResult:
     from ownership.engines.registry import run_engine
     from ownership.spec.instance import Instance
@@ -643,7 +261,7 @@ def _classify(
     if isinstance(ours, str):
         return done("survived", f"{result.verdict.name}; equivalence not decided: {ours}")
     try:
-        theirs = _graph(inst, deadline, options.max_graph_states)
+        theirs = reachable_graph(inst, deadline, options.max_graph_states)
     except Exception as exc:  # noqa: BLE001 - a mutant failing only outside its engine's reach
         return done("invalid", f"{type(exc).__name__}: {exc}")
     if isinstance(theirs, str):
@@ -666,22 +284,3 @@ def _classify(
     return done("survived", f"{result.verdict.name}; reachable graph differs "
                 f"({len(theirs.states):,} vs {len(ours.states):,} states, "
                 f"{len(theirs.edges):,} vs {len(ours.edges):,} edges)")
-
-
-def report_lines(report: MutationReport, *, verbose: bool = False) -> list[str]:
-    """The terminal report: each survivor (and accepted one) with its diff, then the summary."""
-    out: list[str] = []
-    name = Path(report.file).name
-    for r in report.results:
-        if r.outcome in ("survived", "timeout"):
-            label = "SURVIVED" if r.outcome == "survived" else "TIMED OUT"
-            out.append(f"{label}  {r.mutant.id}")
-            out.append(f"  in {r.mutant.role} {r.mutant.function}, line {r.mutant.line}: {r.detail}")
-            out += ["  " + line for line in r.mutant.diff(report.original, name).splitlines()]
-        elif r.outcome == "accepted":
-            out.append(f"accepted  {r.mutant.id}")
-            out.append(f"  reason: {r.reason}")
-        elif r.outcome == "invalid" or verbose or "remove the acceptance" in r.detail:
-            out.append(f"{r.outcome}  {r.mutant.id}: {r.detail}")
-    out.append(report.summary())
-    return out

@@ -58,7 +58,8 @@ def mbt(
     """Model-based test: drive an implementation and SPEC in lock step; fail at the first step they disagree."""
     from ownership.render.text import headline
     from ownership.spec.loader import load_spec
-    from ownership.testing.mbt import MBTOptions, load_adapter, run_mbt
+    from ownership.testing.adapter import load_adapter
+    from ownership.testing.mbt import MBTOptions, run_mbt
 
     inputs.check_count("--max-examples", max_examples, 1)
     inputs.check_count("--steps", steps, 1)
@@ -209,8 +210,9 @@ def mutate(
     """
     import json
 
-    from ownership.analysis.mutate import MUTATE_ENGINES, MutateOptions, report_lines
+    from ownership.analysis.mutate import MUTATE_ENGINES, MutateOptions
     from ownership.analysis.mutate import mutate as run_mutate
+    from ownership.analysis.mutation_report import report_lines
 
     if engine not in MUTATE_ENGINES:
         raise OwnershipError(Code.BAD_OPTION, f"--engine {engine!r}: mutate runs explore, bmc or hypothesis")

@@ -2,7 +2,7 @@
 
 :func:`render_report` turns :class:`SpecSection` records (a spec, its
 results per engine, the pictures of their counterexamples and, for a
-violation, the :class:`~ownership.engines.diagnose.Diagnosis`) into a single
+violation, the :class:`~ownership.analysis.explain.diagnosis.Diagnosis`) into a single
 HTML page with inline CSS and inline SVG: no script, font, stylesheet or image
 is fetched from anywhere, so the file can be mailed, attached to a review or
 opened offline.  For each spec it shows the summary and the code it models,
@@ -38,7 +38,7 @@ from ownership.render.text import (
 )
 
 if TYPE_CHECKING:
-    from ownership.engines.diagnose import Diagnosis
+    from ownership.analysis.explain.diagnosis import Diagnosis
     from ownership.spec.model import Spec
 
 
@@ -102,7 +102,8 @@ def build_section(
     Draws each counterexample and, for the first violated invariant, runs the
     diagnosis over the state graph (bounded by ``max_states``).
     """
-    from ownership.engines.diagnose import DiagnoseOptions, diagnose_result
+    from ownership.analysis.explain.diagnosis import DiagnoseOptions
+    from ownership.analysis.explain.necessary import diagnose_result
     from ownership.render.text import reproduce_command
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec

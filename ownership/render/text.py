@@ -14,7 +14,7 @@ from ownership.core.trace import Trace, TraceKind, changed_fields
 from ownership.errors import SpecWarning
 
 if TYPE_CHECKING:
-    from ownership.engines.diagnose import Condition, Diagnosis, NecessaryAction
+    from ownership.analysis.explain.diagnosis import Condition, Diagnosis, NecessaryAction
 
 WIDTH = 100
 

@@ -198,7 +198,8 @@ def write_trace(trace: Trace, folder: Path, formats: Sequence[str]) -> tuple[tup
 
 def explain(spec: Spec, result: CheckResult, settings: Settings) -> tuple[str, ...]:
     """``--explain``: the diagnosis of the violated invariant, under the counterexample."""
-    from ownership.engines.diagnose import DiagnoseOptions, diagnose_result
+    from ownership.analysis.explain.diagnosis import DiagnoseOptions
+    from ownership.analysis.explain.necessary import diagnose_result
     from ownership.render.text import explain_report
 
     if result.violated not in spec.invariants:

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 _EXPORTS = {
-    "Adapter": "ownership.testing.mbt",
-    "Rejected": "ownership.testing.mbt",
+    "Adapter": "ownership.testing.adapter",
+    "Rejected": "ownership.testing.adapter",
     "MBTOptions": "ownership.testing.mbt",
     "run_mbt": "ownership.testing.mbt",
     "assert_conforms": "ownership.testing.mbt",
-    "load_adapter": "ownership.testing.mbt",
+    "load_adapter": "ownership.testing.adapter",
     "assert_safe": "ownership.testing.assertions",
     "assert_violates": "ownership.testing.assertions",
     "run_check": "ownership.testing.assertions",

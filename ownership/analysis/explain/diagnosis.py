@@ -1,0 +1,102 @@
+"""What ``--explain`` answers: its options and the diagnosis (necessary actions, their conditions, cuts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """Bounds of the state graph the diagnosis is computed over."""
+
+    max_states: int = 200_000
+    symmetry: bool = True
+    max_pairs: int = 10
+    """Most two-action cuts reported (only when no single action is necessary)."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A predicate on an action's transitions that every violating path satisfies at that action."""
+
+    key: str
+    """The condition without the action's argument names (``p_to_finish = yes``): same key, same fact."""
+    text: str
+    """As written for the action: ``p_to_finish[r] = yes``."""
+    kind: str
+    """``state`` (a field of the acting request), ``argument`` (a value argument) or ``branch`` (a guard outcome)."""
+    fields: tuple[str, ...] = ()
+    doc: str = ""
+    """The first field's ``spec.var`` doc."""
+    line: int | None = None
+    """For a branch: the line of the ``if``."""
+    source: str = ""
+    """For a branch: the ``if`` line's text."""
+    unchecked: bool = False
+    """The action never reads any of ``fields`` on the violating paths' steps."""
+    matching: int = 0
+    """How many of the action's transitions in the graph satisfy it."""
+
+
+@dataclass(frozen=True)
+class NecessaryAction:
+    """An action every path to the violation takes, with the narrowest description of that step."""
+
+    action: str
+    signature: str
+    """``decode_pop_preallocated(r)``."""
+    doc: str
+    file: str | None
+    line: int | None
+    source: str
+    """The ``def`` line."""
+    depth: int
+    """Fewest steps from the initial state to one of its steps on a violating path (orders the list)."""
+    transitions: int
+    """Its transitions in the graph."""
+    on_violating_paths: int
+    """Of those, how many lead on to a violating state."""
+    conditions: tuple[Condition, ...]
+    """The narrowest conjunction of necessary conditions (may be empty)."""
+    first_unchecked: tuple[Condition, ...] = ()
+    """Conditions unchecked here and not already necessary and unchecked at an earlier necessary action."""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The diagnosis of one invariant over one bounded state graph."""
+
+    spec: str
+    invariant: str
+    params: str
+    states: int
+    transitions: int
+    violating_states: int
+    complete: bool
+    """False when the state limit cut the graph off: everything holds within the explored bound only."""
+    max_states: int
+    symmetry: bool
+    necessary: tuple[NecessaryAction, ...]
+    """In path order (earliest first)."""
+    cuts: tuple[tuple[str, str], ...] = ()
+    """Minimal pairs of action names, when no single action is necessary."""
+    initial_violates: bool = False
+
+    @property
+    def missing_checks(self) -> tuple[NecessaryAction, ...]:
+        """The necessary actions that are the first to run under an unchecked condition."""
+        return tuple(a for a in self.necessary if a.first_unchecked)
+
+    def coverage(self) -> str:
+        """What the diagnosis was computed over, in one clause."""
+        bound = (
+            "the complete reachable state graph"
+            if self.complete
+            else f"the first {self.states:,} states only (state limit {self.max_states:,} reached: "
+            "the diagnosis holds within this explored bound only)"
+        )
+        sym = " (up to symmetry)" if self.symmetry else ""
+        return (
+            f"over {bound}: {self.states:,} states{sym}, {self.transitions:,} transitions, "
+            f"{self.violating_states:,} violating {self.invariant}"
+        )

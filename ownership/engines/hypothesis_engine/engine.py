@@ -1,0 +1,184 @@
+"""``check_stateful``: walks, then Hypothesis' search, and the :class:`~ownership.core.result.CheckResult` of the run."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.reporting import with_reporter
+
+from ownership.core.limits import stop_reason_of
+from ownership.core.progress import ProgressFn
+from ownership.core.replay import build_trace
+from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
+from ownership.engines.coverage import action_records, with_coverage
+from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, SpecMachine, machine_class
+from ownership.engines.hypothesis_engine.options import HypothesisOptions
+from ownership.engines.hypothesis_engine.reproduction import hypothesis_reproduction, path_reproduction
+from ownership.engines.hypothesis_engine.walks import Path, shrink_path, swarm_walks
+from ownership.errors import Code, OwnershipError
+from ownership.spec.instance import Instance
+
+
+def hypothesis_settings(options: HypothesisOptions) -> settings:
+    """Hypothesis' settings for a run with ``options`` (model-based testing uses them too)."""
+    return settings(
+        max_examples=options.max_examples,
+        stateful_step_count=options.steps,
+        deadline=None,
+        database=None,  # a run depends on its seed only, not on earlier runs' files
+        derandomize=options.derandomize,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        report_multiple_bugs=False,
+        # No Phase.explain: the engine rebuilds and explains its own trace, and
+        # Hypothesis' explain phase re-ran every shrink step under a tracer
+        # (it tripled the CPU time of a failing run).
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    )
+
+
+def _enabled_counts(inst: Instance, log: RunLog) -> list[int]:
+    """Per action, the visited states in which it was seen enabled.
+
+    Hypothesis asks preconditions lazily, so for an action it was asked about
+    the count is a lower bound; an action never seen enabled is looked for in
+    every visited state, so a 0 means it is enabled in none of them.
+    """
+    counts = [len(log.enabled_in.get(a, ())) for a in inst.spec.actions]
+    unseen = {a for a, n in zip(inst.spec.actions, counts, strict=True) if not n}
+    if not unseen:
+        return counts
+    found: dict[str, int] = dict.fromkeys(unseen, 0)
+    with inst.mode(recording=False):
+        for state in log.states:
+            hit = {ai.action.name for ai in inst.action_instances
+                   if ai.action.name in unseen and inst.first_outcome(state, ai) is not None}
+            for a in hit:
+                found[a] += 1
+    return [found.get(a, n) for a, n in zip(inst.spec.actions, counts, strict=True)]
+
+
+def _machine_test(get_test: Callable[..., Callable[[], None]], machine: type[SpecMachine], options: HypothesisOptions) -> Callable[[], None]:
+    """Hypothesis' test function for ``machine``.
+
+    Examples run at least half of ``steps`` steps: Hypothesis otherwise
+    favours very short examples, and ownership bugs need a request to go all
+    the way through before another reuses its pages.  A spec that finishes
+    early restarts (see ``_make_restart``); shrinking still removes every step the
+    failure does not need.
+    """
+    try:
+        return get_test(machine, settings=hypothesis_settings(options), _min_steps=options.steps // 2)
+    except TypeError:  # a Hypothesis without the private knob
+        return get_test(machine, settings=hypothesis_settings(options))
+
+
+@contextlib.contextmanager
+def capturing(lines: list[str]) -> Iterator[None]:
+    """Collect what Hypothesis reports (its printed steps) into ``lines`` instead of printing it."""
+    with with_reporter(lambda value: lines.extend(str(value).splitlines())):
+        yield
+
+
+def check_stateful(
+    inst: Instance, options: HypothesisOptions = HypothesisOptions(),  # noqa: B008 - frozen
+    progress: ProgressFn | None = None,
+) -> CheckResult:
+    """Run random interleavings of ``inst`` until an invariant fails or the examples run out."""
+    from hypothesis.stateful import get_state_machine_test
+
+    if options.max_examples < 1 or options.steps < 1:
+        raise OwnershipError(Code.BAD_OPTION, "--max-examples and --steps must be at least 1")
+    log = RunLog()
+    base = machine_class(inst, options.invariants)
+    machine = type(base.__name__, (base,), {"_log": log, "_progress": progress, "_progress_every": options.progress_every})
+    test = _machine_test(get_state_machine_test, machine, options)
+    # One seed drives the walks and Hypothesis, so `--seed S` reproduces the whole run;
+    # --derandomize fixes both (the walks at seed 0).
+    seed = options.seed
+    if seed is None and not options.derandomize:
+        seed = random.SystemRandom().randrange(2**63)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    lines: list[str] = []
+    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
+    opts["walks"] = options.walk_budget
+    checked = base._checked
+    failure: BaseException | None = None
+    interrupted: StopReason | None = None
+    walked: tuple[Path, str] | None = None
+    try:
+        with inst.mode(recording=False):
+            walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress)
+            if walked is None:
+                with capturing(lines):
+                    test()
+    except InvariantViolation as exc:
+        failure = exc
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit
+        interrupted = stop_reason_of(exc)
+    except OwnershipError:
+        raise
+    except hypothesis.errors.InvalidDefinition as exc:
+        raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
+    if seed is not None:
+        opts["seed"] = seed
+    elapsed = time.monotonic() - log.started
+    actions = action_records(
+        inst, _enabled_counts(inst, log), [log.action_counts.get(a, 0) for a in inst.spec.actions],
+        Measure.SAMPLED, len(log.states), log.max_depth, False,
+    )
+    notes = [
+        f"ran {log.walks:,} swarm random walks, then {log.examples:,} Hypothesis examples, of up to {options.steps} "
+        f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples"
+    ]
+    stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
+    common: dict[str, Any] = {
+        "spec": inst.spec.name,
+        "engine": "hypothesis",
+        "params": dict(inst.param_values),
+        "invariants": checked,
+        "options": opts,
+        "actions": actions,
+        "coverage_kind": CoverageKind.SAMPLED,
+    }
+    if interrupted is not None:
+        notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
+        return with_coverage(CheckResult(
+            verdict=Verdict.UNKNOWN, stop_reason=interrupted, stats=stats, notes=tuple(notes), **common
+        ), inst, actions)
+    if walked is not None:
+        found, bad = walked
+        shrunk = shrink_path(inst, found, bad, checked)
+        notes.insert(0, f"found by swarm random walk {log.walks:,} ({len(found)} steps), shrunk to {len(shrunk)} "
+                        "steps by deleting steps")
+        opts["found_by"] = "walk"
+        return with_coverage(CheckResult(
+            verdict=Verdict.VIOLATED, stop_reason=StopReason.VIOLATION, stats=stats, violated=bad,
+            trace=build_trace(inst, shrunk, engine="hypothesis", violation=bad), notes=tuple(notes),
+            reproduction=path_reproduction(inst, shrunk), **common,
+        ), inst, actions)
+    if failure is None:
+        return with_coverage(CheckResult(
+            verdict=Verdict.BOUNDED_OK, stop_reason=StopReason.EXAMPLES_DONE, stats=stats, notes=tuple(notes), **common
+        ), inst, actions)
+    assert isinstance(failure, InvariantViolation)
+    last: SpecMachine = log.last
+    trace = build_trace(inst, last.path, engine="hypothesis", violation=failure.invariant)
+    return with_coverage(CheckResult(
+        verdict=Verdict.VIOLATED,
+        stop_reason=StopReason.VIOLATION,
+        stats=stats,
+        violated=failure.invariant,
+        trace=trace,
+        notes=tuple(notes),
+        reproduction=hypothesis_reproduction(inst, failure),
+        **common,
+    ), inst, actions)

@@ -1,0 +1,61 @@
+"""The hypothesis engine's options: the frozen dataclass the registry builds from a check's settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ownership.errors import Code, OwnershipError
+
+if TYPE_CHECKING:
+    from ownership.session.settings import Settings
+
+
+
+@dataclass(frozen=True)
+class HypothesisOptions:
+    """Options of the stateful (random) engine.
+
+    ``seed`` fixes Hypothesis' random choices (a run without one prints the
+    seed it used); ``derandomize`` derives the seed from the test itself, so
+    every run gives the same result (CI mode).
+    """
+
+    max_examples: int = 200
+    steps: int = 50
+    seed: int | None = None
+    derandomize: bool = False
+    invariants: tuple[str, ...] | None = None
+    progress_every: float = 1.0
+    walks: int | None = None
+    """Swarm random walks tried before Hypothesis' search (``None``: five per example; 0: none)."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HypothesisOptions:
+        """The random engine's options for a check (the search limits of the other engines are refused)."""
+        if settings.free or settings.max_states is not None or settings.max_depth is not None:
+            raise OwnershipError(
+                Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize "
+                "and --max-seconds (not --free, --max-states or --max-depth)"
+            )
+        options = cls(
+            max_examples=settings.max_examples if settings.max_examples is not None else cls.max_examples,
+            steps=settings.steps if settings.steps is not None else cls.steps,
+            seed=settings.seed, derandomize=settings.derandomize, invariants=settings.invariants, walks=settings.walks,
+        )
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        """Refuse counts out of range (OWN015), named by their flags."""
+        from ownership import inputs
+
+        inputs.check_count("--seed", self.seed, 0)
+        inputs.check_count("--max-examples", self.max_examples, 1)
+        inputs.check_count("--steps", self.steps, 1)
+        inputs.check_count("--walks", self.walks, 0)
+
+    @property
+    def walk_budget(self) -> int:
+        """How many random walks run before Hypothesis."""
+        return 5 * self.max_examples if self.walks is None else self.walks
