@@ -202,7 +202,8 @@ def report(
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Write a self-contained HTML design-review report: verdicts, pictures, steps, spec source, diagnosis."""
-    from ownership.render.html import build_section, render_report
+    from ownership.render.html import render_report
+    from ownership.session.report import build_section
 
     _check_limits(max_depth, max_states, max_seconds, solver_timeout, max_domain)
     engines = list(dict.fromkeys(engine or ["explore"]))

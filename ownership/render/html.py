@@ -21,7 +21,6 @@ import inspect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ownership.core.result import CheckResult, Verdict
@@ -87,47 +86,6 @@ def svg_markup(trace: Trace) -> tuple[str | None, str]:
         return None, "the renderer produced no <svg> element"
     body = re.sub(r"<!--.*?-->", "", data[start:], flags=re.S)
     return body.strip(), ""
-
-
-def build_section(
-    spec_path: Path,
-    runs: Sequence[tuple[CheckResult, Sequence[str]]],
-    params: Mapping[str, int],
-    *,
-    max_states: int | None = None,
-    symmetry: bool = True,
-) -> SpecSection:
-    """A spec's section from its engines' results (each with its reproduce flags).
-
-    Draws each counterexample and, for the first violated invariant, runs the
-    diagnosis over the state graph (bounded by ``max_states``).
-    """
-    from ownership.analysis.explain.diagnosis import DiagnoseOptions
-    from ownership.analysis.explain.necessary import diagnose_result
-    from ownership.render.text import reproduce_command
-    from ownership.spec.instance import Instance
-    from ownership.spec.loader import load_spec
-
-    spec = load_spec(spec_path)
-    values = Instance(spec, params).param_values
-    engine_runs = []
-    for result, flags in runs:
-        svg, why = svg_markup(result.trace) if result.trace is not None else (None, "")
-        cmd = reproduce_command(str(spec_path), values, spec.default_params(), list(flags))
-        engine_runs.append(EngineRun(result, cmd, svg, why))
-    diagnosis = None
-    note = ""
-    violated = next((r for r, _ in runs if r.trace is not None and r.violated is not None), None)
-    if violated is not None:
-        if violated.violated in spec.invariants:
-            options = DiagnoseOptions(symmetry=symmetry, **({"max_states": max_states} if max_states else {}))
-            try:
-                diagnosis = diagnose_result(spec, violated, options)
-            except OwnershipError as exc:
-                note = f"no diagnosis: {exc.one_line()}"
-        else:
-            note = f"no diagnosis for {violated.violated}: only invariant violations are diagnosed"
-    return SpecSection(spec, str(spec_path), values, tuple(engine_runs), diagnosis, note)
 
 
 # -- pieces --------------------------------------------------------------------
