@@ -126,6 +126,13 @@ def check_seconds(option: str, value: float | None) -> None:
         raise OwnershipError(Code.BAD_NUMBER, f"{option} must be a finite number of seconds above 0, got {value}")
 
 
+def check_search_limits(max_depth: int | None, max_states: int | None, max_seconds: float | None) -> None:
+    """Refuse a search's depth, state and time limits out of range (OWN015), named by their flags."""
+    check_count("--max-depth", max_depth, 0)
+    check_count("--max-states", max_states, 1)
+    check_seconds("--max-seconds", max_seconds)
+
+
 def check_optimised(free: Sequence[str], minimize: str | None, maximize: str | None) -> None:
     """Refuse ``--minimize``/``--maximize`` of a parameter that is not ``--free`` (OWN013)."""
     for flag, name in (("--minimize", minimize), ("--maximize", maximize)):

@@ -182,9 +182,7 @@ def _check_limits(
     max_depth: int | None, max_states: int | None, max_seconds: float | None, solver_timeout: float | None, max_domain: int
 ) -> None:
     """The search limits every checking command shares, refused out of range with OWN015."""
-    inputs.check_count("--max-depth", max_depth, 0)
-    inputs.check_count("--max-states", max_states, 1)
-    inputs.check_seconds("--max-seconds", max_seconds)
+    inputs.check_search_limits(max_depth, max_states, max_seconds)
     inputs.check_seconds("--solver-timeout", solver_timeout)
     inputs.check_count("--max-domain", max_domain, 1)
 

@@ -55,9 +55,7 @@ class ExploreOptions:
         """Refuse limits out of range (OWN015), named by their flags."""
         from ownership import inputs
 
-        inputs.check_count("--max-depth", self.max_depth, 0)
-        inputs.check_count("--max-states", self.max_states, 1)
-        inputs.check_seconds("--max-seconds", self.max_seconds)
+        inputs.check_search_limits(self.max_depth, self.max_states, self.max_seconds)
 
 
 class _Checker(Visitor):

@@ -94,9 +94,7 @@ class ParamOptions:
         """Refuse limits out of range and an optimised parameter that is not free."""
         from ownership import inputs
 
-        inputs.check_count("--max-depth", self.max_depth, 0)
-        inputs.check_count("--max-states", self.max_states, 1)
-        inputs.check_seconds("--max-seconds", self.max_seconds)
+        inputs.check_search_limits(self.max_depth, self.max_states, self.max_seconds)
         inputs.check_optimised(self.free, self.minimize, self.maximize)
 
 
