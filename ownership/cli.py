@@ -252,7 +252,7 @@ class _CheckSettings:
                 deadlock=self.deadlock,
                 invariants=self.invariants,
             )
-        from ownership.engines.bmc import BmcOptions
+        from ownership.engines.z3run import BmcOptions
 
         return BmcOptions(
             max_depth=self.max_depth if self.max_depth is not None else 30,
@@ -960,8 +960,8 @@ def prove(
     max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase included (reached -> exit 3).")] = None,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
-    from ownership.engines.bmc import BmcOptions
-    from ownership.engines.bmc import prove as run_prove
+    from ownership.engines.prove import prove as run_prove
+    from ownership.engines.z3run import BmcOptions
     from ownership.render.files import write_counterexample
     from ownership.render.text import result_report
     from ownership.spec.instance import Instance

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ownership.engines.bmc import BmcOptions, bmc, prove
+from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.paramexplore import ParamOptions, explore_params
+from ownership.engines.prove import prove
 from ownership.engines.stateful import HypothesisOptions, check_stateful
+from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec

@@ -364,7 +364,7 @@ def _engine_options(engine: str, seconds: float) -> Any:
 
         return ExploreOptions(max_seconds=seconds)
     if engine == "bmc":
-        from ownership.engines.bmc import BmcOptions
+        from ownership.engines.z3run import BmcOptions
 
         return BmcOptions(solver_timeout=seconds)
     if engine == "hypothesis":

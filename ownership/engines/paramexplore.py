@@ -34,22 +34,15 @@ from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records, with_coverage
-from ownership.engines.symbolic import (
-    COVERAGE_NOTE,
-    WIDTH,
-    CellView,
-    PathExplorer,
-    Sym,
-    SymbolicError,
-    SymField,
-    flag_condition,
-    parameter_constraints,
-)
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
 from ownership.spec.instance import Instance, not_bool_error
 from ownership.spec.model import Disabled, Domain, Params, Values, is_truth_value
+from ownership.symbolic.encoding import parameter_constraints
+from ownership.symbolic.paths import PathExplorer
+from ownership.symbolic.terms import COVERAGE_NOTE, WIDTH, Sym, SymbolicError
+from ownership.symbolic.view import CellView, SymField, flag_condition
 
 MAX_VALUES = 256
 """Most values a parameter-dependent count may take where spec code needs an int."""

@@ -169,8 +169,8 @@ class InflightWrites:
 
 def _sym_member(s: Any, pool: PagePool, pages: Any) -> list[Any]:
     """Under the Z3 engines: per page, whether it is among ``pages`` (as values spec code can combine)."""
-    from ownership.engines.symbolic import Sym
-    from ownership.vocab.symbolic import as_pages
+    from ownership.symbolic.terms import Sym
+    from ownership.vocab.encodings import as_pages
 
     ex = s._enc.explorer
     return [Sym(m, ex) for m in as_pages(s, pool, pages).member]

@@ -43,9 +43,9 @@ def spec_location() -> tuple[str | None, int | None]:
 
 def _sym() -> Any:
     """The symbolic encodings (imported only under the Z3 engine: they import z3)."""
-    from ownership.vocab import symbolic
+    from ownership.vocab import encodings
 
-    return symbolic
+    return encodings
 
 
 class Ownership:

@@ -61,7 +61,7 @@ def _set_if(s: Any, field: Any, key: Any, cond: Any, value: Any) -> None:
         return
     import z3  # only under the Z3 engines
 
-    from ownership.engines.symbolic import to_z3
+    from ownership.symbolic.terms import to_z3
 
     pos = field._pos(key)  # noqa: SLF001 - the cell a symbolic field index maps to
     old = s.cell_term(pos)
@@ -212,7 +212,7 @@ class PrefixIndex:
             return s.choose(list(s.all(self.Node)), label=label)
         import z3  # only under the Z3 engines
 
-        from ownership.engines.symbolic import Sym, int_of
+        from ownership.symbolic.terms import Sym, int_of
 
         sort = s.cell_term(s.layout(self.node_var).offset).sort()
         m = s.fresh(f"{self.name}_node", sort)

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
-from ownership.engines.symbolic import Sym, SymView, b2i, int_of, ival
 from ownership.spec.model import Disabled
+from ownership.symbolic.terms import Sym, b2i, int_of, ival
+from ownership.symbolic.view import SymView
 
 if TYPE_CHECKING:
     from ownership.vocab.pool import PagePool
