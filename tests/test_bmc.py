@@ -58,13 +58,15 @@ def test_bmc_trace_replays_from_the_command_line(tmp_path: Path) -> None:
 
 def test_a_wrong_encoding_is_caught_by_the_replay_check(monkeypatch: pytest.MonkeyPatch) -> None:
     import ownership.vocab.encodings as sym
+    from ownership.vocab.operation import encoding_of
+    from ownership.vocab.pool import PagePool
 
     real_write = sym.write
 
     def mislabelling_write(s, pool, r, pages):  # type: ignore[no-untyped-def]
         return real_write(s, pool, 1 - r, pages)  # labels the KV with the other request
 
-    monkeypatch.setattr(sym, "write", mislabelling_write)
+    monkeypatch.setattr(encoding_of(PagePool.write), "fn", mislabelling_write)
     # The solver now "finds" a foreign read that the concrete semantics does not have.
     with pytest.raises(OwnershipError) as info:
         bmc(instance("toy_safe_counter"), BmcOptions(max_depth=10))
