@@ -29,7 +29,7 @@ WIDTH = 64
 Integers are two's-complement bit-vectors: the whole encoding is then
 bit-vector logic, which Z3 bit-blasts to SAT, far faster than mixing linear
 arithmetic with the bit-vectors that hold sets of requests.  Specs with fixed
-parameters start narrower (see :func:`initial_width`): a 64-bit adder or
+parameters start narrower (see :func:`~ownership.symbolic.encoding.initial_width`): a 64-bit adder or
 comparator is eight times the clauses of an 8-bit one, and the SAT problem
 shrinks accordingly.  Python integers do not overflow, so narrow integers are
 only sound together with overflow *detection*: every +, - and * on symbolic
