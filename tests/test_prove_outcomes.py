@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import z3
 
+import ownership.engines.diagram as diagram
 import ownership.engines.prove.kinduction as kinduction
-import ownership.engines.prove.reach as reach
 import ownership.engines.prove.spacer as spacer_mod
 from conftest import instance
 from ownership.core.limits import TimeUp
@@ -100,7 +100,7 @@ def test_reachable_set_proves_refutes_and_says_why_it_is_unknown(monkeypatch: py
     assert refuted.kind is Kind.REFUTED and refuted.violated is not None and refuted.trace is None
     unknown = _run("reach", instance(SAFE), BmcOptions(reach_states=1))
     assert unknown.kind is Kind.UNKNOWN and "raise --reach-states" in unknown.note
-    monkeypatch.setattr(reach, "reachable_states", _stop)
+    monkeypatch.setattr(diagram, "reachable_states", _stop)
     stopped = _run("reach", instance(SAFE))
     assert stopped.kind is Kind.STOPPED and isinstance(stopped.stop, TimeUp)
 

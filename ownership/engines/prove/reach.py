@@ -17,7 +17,7 @@ import z3
 
 from ownership.core.limits import raise_if_canceled
 from ownership.core.result import StopReason
-from ownership.engines.diagram import build_diagram, reachable_states
+from ownership.engines import diagram as diagrams
 from ownership.engines.prove.outcome import Kind, Outcome, stoppable
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
@@ -48,14 +48,14 @@ def _certificate(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invaria
     def too_wide(st: State) -> list[int]:
         return [st[i] for i in ints if isinstance(st[i], int) and not fits(st[i], sym.width)]
 
-    reach = reachable_states(inst, options.reach_states, lambda st: not too_wide(st), report)
+    reach = diagrams.reachable_states(inst, options.reach_states, lambda st: not too_wide(st), report)
     if reach.unfit is not None:
         # A value the concrete code reaches does not fit: no proof at this width can hold.
         raise WidthError(f"a reachable state holds {too_wide(reach.unfit)[0]}")
     if not reach.complete:
         return Outcome(Kind.UNKNOWN, f"the explicit reachable set was not tried: it has more than "
                        f"{options.reach_states:,} states (raise --reach-states)")
-    diagram = build_diagram(reach.states)
+    diagram = diagrams.build_diagram(reach.states)
     if inst.init_state not in diagram:
         raise OwnershipError(Code.ENGINE_DISAGREEMENT, "the decision diagram of the reachable states lost the initial state")
     un = Unroller(sym, prefix="r", overflow_points=overflow_points)
