@@ -38,8 +38,10 @@ SIZES: dict[str, dict[str, int]] = {
 
 def _child(kind: str, spec: str, params: dict[str, int], out: Any) -> None:
     """Run one measurement and send its figures back through ``out``."""
-    from ownership.engines.bmc import BmcOptions, bmc, prove
+    from ownership.engines.bmc import bmc
     from ownership.engines.explore import ExploreOptions, explore
+    from ownership.engines.prove import prove
+    from ownership.engines.z3run import BmcOptions
     from ownership.spec.instance import Instance
     from ownership.spec.loader import load_spec
 

@@ -11,8 +11,10 @@ from conftest import CORPUS, instance
 from ownership.cli import app
 from ownership.core.result import StopReason, Verdict
 from ownership.core.trace import TraceKind
-from ownership.engines.bmc import BmcOptions, bmc, prove
+from ownership.engines.bmc import bmc
 from ownership.engines.explore import explore
+from ownership.engines.prove import prove
+from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec
@@ -57,14 +59,16 @@ def test_bmc_trace_replays_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_a_wrong_encoding_is_caught_by_the_replay_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ownership.vocab.symbolic as sym
+    import ownership.vocab.encodings as sym
+    from ownership.vocab.operation import encoding_of
+    from ownership.vocab.pool import PagePool
 
     real_write = sym.write
 
     def mislabelling_write(s, pool, r, pages):  # type: ignore[no-untyped-def]
         return real_write(s, pool, 1 - r, pages)  # labels the KV with the other request
 
-    monkeypatch.setattr(sym, "write", mislabelling_write)
+    monkeypatch.setattr(encoding_of(PagePool.write), "fn", mislabelling_write)
     # The solver now "finds" a foreign read that the concrete semantics does not have.
     with pytest.raises(OwnershipError) as info:
         bmc(instance("toy_safe_counter"), BmcOptions(max_depth=10))
@@ -181,12 +185,12 @@ def test_prove_only_the_chosen_invariant() -> None:
 
 
 def test_bookkeeping_lemmas_are_kept_only_when_proved() -> None:
-    from ownership.engines.bmc import proven_lemmas
-    from ownership.engines.symbolic import SymbolicSpec
-    from ownership.vocab.symbolic import pool_lemmas
+    from ownership.engines.z3run import encode
+    from ownership.symbolic.lemmas import proven_lemmas
+    from ownership.vocab.encodings import pool_lemmas
 
     def kept(inst: Instance) -> tuple[int, int]:
-        sym = SymbolicSpec(inst, (), True)
+        sym = encode(inst, BmcOptions())
         own = inst.spec.extensions["ownership"]
         proposed = [c for pool in own.pools for _n, c in pool_lemmas(pool, inst, sym.cells)]
         proven = {c.get_id() for c in proven_lemmas(sym, BmcOptions())}
@@ -214,7 +218,7 @@ def test_partial_order_reduction_keeps_the_shortest_violation_with_two_requests(
 def test_narrow_encoding_is_widened_before_it_can_hide_a_violation(monkeypatch: pytest.MonkeyPatch) -> None:
     # At 4 bits (-8..7) the counter overflows at 8: had the overflowing step simply been
     # left out, bmc would report no violation, and prove would prove below_ten.
-    import ownership.engines.bmc as engine
+    import ownership.engines.z3run as engine
 
     monkeypatch.setattr(engine, "initial_width", lambda inst, free=(): 4)
     inst = Instance(load_spec(SOLVER / "count_to_ten.py"))
@@ -227,7 +231,7 @@ def test_narrow_encoding_is_widened_before_it_can_hide_a_violation(monkeypatch: 
 
 
 def test_a_constant_too_wide_for_the_encoding_widens_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ownership.engines.bmc as engine
+    import ownership.engines.z3run as engine
 
     monkeypatch.setattr(engine, "initial_width", lambda inst, free=(): 4)
     r = bmc(Instance(load_spec(SOLVER / "two_invariants.py")), BmcOptions(max_depth=5))
@@ -257,11 +261,12 @@ def test_values_that_outgrow_every_width_give_unknown_not_a_proof() -> None:
 def test_a_spacer_invariant_that_does_not_hold_up_is_rejected() -> None:
     import z3
 
-    from ownership.engines.bmc import Unroller, _certificate_fails
-    from ownership.engines.symbolic import SymbolicSpec
+    from ownership.engines.prove.spacer import certificate_fails
+    from ownership.engines.z3run import encode
+    from ownership.symbolic.unroll import Unroller
 
     inst = instance("toy_double_free")
-    sym = SymbolicSpec(inst, (), True, 8)
+    sym = encode(inst, BmcOptions(), 8)
     un = Unroller(sym, prefix="h")
     x, y = un.state(0), un.state(1)
     reach = z3.Function("Reach", *[c.sort() for c in x], z3.BoolSort())
@@ -275,7 +280,7 @@ def test_a_spacer_invariant_that_does_not_hold_up_is_rejected() -> None:
         return s.model()
 
     def verdict(body: z3.BoolRef) -> str:
-        return _certificate_fails(model_where_reach_is(body), reach, un, inst, x, y, [], [], trans, bad, BmcOptions())
+        return certificate_fails(model_where_reach_is(body), reach, un, inst, x, y, [], [], trans, bad, BmcOptions())
 
     # "Every state" contains the double free; "no state" misses the initial one.
     assert verdict(z3.BoolVal(True)) == "it contains an error state"

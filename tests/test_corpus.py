@@ -33,13 +33,15 @@ BMC_DEPTH = {"vllm_block_pool": 8}
 
 
 def _bmc(inst: Instance) -> CheckResult:
-    from ownership.engines.bmc import BmcOptions, bmc
+    from ownership.engines.bmc import bmc
+    from ownership.engines.z3run import BmcOptions
 
     return bmc(inst, BmcOptions(max_depth=BMC_DEPTH.get(inst.spec.name, 16)))
 
 
 def _prove(inst: Instance) -> CheckResult:
-    from ownership.engines.bmc import BmcOptions, prove
+    from ownership.engines.prove import prove
+    from ownership.engines.z3run import BmcOptions
 
     return prove(inst, BmcOptions(spacer=False))
 

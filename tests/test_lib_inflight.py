@@ -16,8 +16,10 @@ from conftest import SPECS, instance
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.cli import app
 from ownership.core.result import StopReason, Verdict
-from ownership.engines.bmc import BmcOptions, bmc, prove
+from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
+from ownership.engines.prove import prove
+from ownership.engines.z3run import BmcOptions
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec
 from ownership.vocab.inflight import DeferredFrees, InflightSteps, InflightWrites

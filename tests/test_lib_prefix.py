@@ -16,8 +16,9 @@ from conftest import SPECS, instance
 from ownership import Enum, Ownership, Spec, require
 from ownership.cli import app
 from ownership.core.result import StopReason, Verdict
-from ownership.engines.bmc import BmcOptions, bmc
+from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
+from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec

@@ -18,7 +18,7 @@ import pytest
 
 import ownership.engines.bmc  # noqa: F401 - see below
 import ownership.engines.explore  # noqa: F401
-import ownership.engines.symbolic  # noqa: F401
+import ownership.symbolic.encoding  # noqa: F401
 from conftest import CORPUS
 from ownership.spec.loader import load_spec
 from ownership.testing.assertions import assert_safe, assert_violates

@@ -12,11 +12,13 @@ import pytest
 
 from ownership import Ownership, Spec
 from ownership.core.result import Verdict
-from ownership.engines.bmc import BmcOptions, bmc, prove
+from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.hypothesis_engine.engine import check_stateful
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
+from ownership.engines.prove import prove
 from ownership.engines.symcheck import check_symmetry, permuter
+from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.spec.elements import Element, ix
 from ownership.spec.instance import Instance

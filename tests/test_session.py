@@ -78,7 +78,7 @@ def test_the_pytest_plugin_expands_all_as_the_registry_does() -> None:
 
 @pytest.mark.parametrize(("options", "flag"), [
     ("ownership.engines.explore:ExploreOptions(max_depth=-1)", "--max-depth"),
-    ("ownership.engines.bmc:BmcOptions(max_k=-1)", "--max-k"),
+    ("ownership.engines.z3run:BmcOptions(max_k=-1)", "--max-k"),
     ("ownership.engines.hypothesis_engine.options:HypothesisOptions(max_examples=0)", "--max-examples"),
     ("ownership.engines.paramexplore:ParamOptions(free=('a',), minimize='b')", "--minimize b"),
 ])

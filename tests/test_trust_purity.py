@@ -12,8 +12,13 @@ import pytest
 
 from ownership.core.replay import replay
 from ownership.core.result import Verdict
-from ownership.engines.bmc import BmcOptions, SymbolicSpec, _reachable_certificate, _spacer, bmc, prove
+from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
+from ownership.engines.prove import prove
+from ownership.engines.prove.outcome import Kind
+from ownership.engines.prove.reach import reachable_certificate
+from ownership.engines.prove.spacer import spacer
+from ownership.engines.z3run import BmcOptions, encode
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec
@@ -86,11 +91,11 @@ def test_free_and_realloc_inside_one_action_is_a_violation_in_the_solver_engines
 
 def test_the_reachable_set_certificate_and_spacer_see_event_violations() -> None:
     inst = trust("free_realloc_inflight")
-    sym = SymbolicSpec(inst, ())
-    cert = _reachable_certificate(sym, inst, BmcOptions(), [INFLIGHT], sym_false())
-    assert cert.outcome == "violated" and cert.violated == INFLIGHT
-    answer, _why = _spacer(sym, inst, BmcOptions(), [INFLIGHT])
-    assert str(answer) == "unsat"  # an error state is reachable
+    sym = encode(inst, BmcOptions())
+    cert = reachable_certificate(sym, inst, BmcOptions(), [INFLIGHT], sym_false())
+    assert cert.kind is Kind.REFUTED and cert.violated == INFLIGHT
+    found = spacer(sym, inst, BmcOptions(), [INFLIGHT])
+    assert found.kind is Kind.REFUTED  # an error state is reachable
 
 
 def sym_false():  # noqa: ANN201 - a z3 term; z3 is imported only here

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from ownership.engines.bmc import BmcOptions, bmc, prove
+from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.hypothesis_engine.engine import check_stateful
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.paramexplore import ParamOptions, explore_params
+from ownership.engines.prove import prove
+from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
 from ownership.spec.loader import load_spec

@@ -35,17 +35,6 @@ from ownership.core.replay import build_trace
 from ownership.core.result import ActionCoverage, CheckResult, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import with_coverage
 from ownership.engines.search import BreadthFirst, Control, Limits, Stop, Visitor
-from ownership.engines.symbolic import (
-    COVERAGE_NOTE,
-    WIDTH,
-    CellView,
-    PathExplorer,
-    Sym,
-    SymbolicError,
-    SymField,
-    flag_condition,
-    parameter_constraints,
-)
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
@@ -54,6 +43,10 @@ from ownership.spec.guard import Disabled, is_truth_value
 from ownership.spec.instance import Instance, State
 from ownership.spec.invariants import not_bool_error, select_invariants
 from ownership.spec.successors import ActionInstance, Successor
+from ownership.symbolic.encoding import parameter_constraints
+from ownership.symbolic.paths import PathExplorer
+from ownership.symbolic.terms import COVERAGE_NOTE, WIDTH, Sym, SymbolicError
+from ownership.symbolic.view import CellView, SymField, flag_condition
 
 if TYPE_CHECKING:
     from ownership.session.settings import Settings

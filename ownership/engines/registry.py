@@ -133,12 +133,12 @@ class ExploreEngine(ModuleEngine):
 ENGINES: Mapping[str, Engine] = MappingProxyType({
     "explore": ExploreEngine("explore", CoverageKind.EXHAUSTIVE, "ownership.engines.explore:explore",
                              "ownership.engines.explore:ExploreOptions", finds_deadlocks=True),
-    "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.bmc:BmcOptions"),
+    "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.z3run:BmcOptions"),
     "hypothesis": ModuleEngine("hypothesis", CoverageKind.SAMPLED,
                                "ownership.engines.hypothesis_engine.engine:check_stateful",
                                "ownership.engines.hypothesis_engine.options:HypothesisOptions"),
     # A proof's folder is named by what it claims (-p, --free, --where, -i), not by how it was searched.
-    "prove": ModuleEngine("prove", CoverageKind.PROOF, "ownership.engines.bmc:prove", "ownership.engines.bmc:BmcOptions",
+    "prove": ModuleEngine("prove", CoverageKind.PROOF, "ownership.engines.prove:prove", "ownership.engines.z3run:BmcOptions",
                           claim_flags=("free", "where", "invariants")),
 })
 """Every engine, by the name ``--engine`` takes."""

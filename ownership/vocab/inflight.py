@@ -35,6 +35,7 @@ from ownership.spec.declarations import Domain
 from ownership.spec.elements import ix
 from ownership.spec.guard import require
 from ownership.spec.model import Spec
+from ownership.vocab.operation import operation
 from ownership.vocab.pool import PagePool
 
 
@@ -115,6 +116,7 @@ class InflightWrites:
                     s.emit(Write(pool=self.pool.name, req=s.name_of(Req, r),
                                  page=s.name_of(self.pool.Page, p), violates=flag))
 
+    @operation
     def free(self, s: Any, r: int) -> Any:
         """``pool.free(s, r)``: release ``r``'s pages now; flag those with a write in flight.
 
@@ -127,13 +129,6 @@ class InflightWrites:
         flag = self.invariant_name if s.checks(self.invariant_name) else None
         pending = getattr(s, self.pending_var)
         Req = self.pool.own.requests
-        if s.symbolic:
-            # The page may be allocated again before the action ends, so the state alone need not
-            # show the hazard: the freeing step is the violation (one condition, no fork).
-            if flag is not None:
-                member = _sym_member(s, self.pool, pages)
-                s.flag(flag, sum(member[p] & pending[w, p] for p in s.all(self.pool.Page) for w in s.all(Req)) > 0)
-            return pages
         if s.recording or flag is not None:
             # Checked outside the recording branch: a search does not record, and the violation
             # must be seen there too.
@@ -168,15 +163,6 @@ class InflightWrites:
             return True
 
         (spec or self.spec).invariant(no_free_with_write_in_flight, name=name)
-
-
-def _sym_member(s: Any, pool: PagePool, pages: Any) -> list[Any]:
-    """Under the Z3 engines: per page, whether it is among ``pages`` (as values spec code can combine)."""
-    from ownership.engines.symbolic import Sym
-    from ownership.vocab.symbolic import as_pages
-
-    ex = s._enc.explorer
-    return [Sym(m, ex) for m in as_pages(s, pool, pages).member]
 
 
 class InflightSteps:

@@ -30,6 +30,7 @@ from ownership.spec.elements import ix
 from ownership.spec.guard import Disabled, require
 from ownership.spec.model import Spec
 from ownership.spec.types import Int, Optional, SetOf
+from ownership.vocab.operation import operation
 
 _VOCAB_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,13 +43,6 @@ def spec_location() -> tuple[str | None, int | None]:
             return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return None, None
-
-
-def _sym() -> Any:
-    """The symbolic encodings (imported only under the Z3 engine: they import z3)."""
-    from ownership.vocab import symbolic
-
-    return symbolic
 
 
 class Ownership:
@@ -135,25 +129,13 @@ class Ownership:
 
         def no_double_ownership(s: Any) -> bool:
             """No page is held by two requests, or held while it sits on the free list."""
-            if s.symbolic:
-                return _sym().no_double_ownership(s, pools)  # type: ignore[no-any-return]
-            for pool in pools:
-                for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
-                    if h & (h - 1) or (h and f):
-                        return False
-            return True
+            return pages_exclusive(s, pools)
 
         def pages_returned_when_idle(s: Any) -> bool:
             """When no request is in flight, every page is back on the free list exactly once."""
             if not (idle(s) if idle is not None else s.terminal()):
                 return True
-            if s.symbolic:
-                return _sym().all_pages_returned(s, pools)  # type: ignore[no-any-return]
-            for pool in pools:
-                for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
-                    if h or f != 1:
-                        return False
-            return True
+            return pages_all_returned(s, pools)
 
         return {
             "no_foreign_read": no_foreign_read,
@@ -162,6 +144,32 @@ class Ownership:
             "no_read_of_unwritten": no_read_of_unwritten,
             "pages_returned_when_idle": pages_returned_when_idle,
         }
+
+    def symbolic_lemmas(self, inst: Any, cells: Sequence[Any]) -> list[tuple[str, Any]]:
+        """Candidate facts about every pool's bookkeeping, as Z3 terms over ``cells`` (see ``ownership.symbolic.lemmas``)."""
+        from ownership.vocab.encodings import pool_lemmas  # imports z3: only the Z3 engines ask
+
+        return [lemma for pool in self.pools for lemma in pool_lemmas(pool, inst, cells)]
+
+
+@operation
+def pages_exclusive(s: Any, pools: Sequence[PagePool]) -> bool:
+    """No page of ``pools`` has two holders, or a holder while on the free list."""
+    for pool in pools:
+        for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
+            if h & (h - 1) or (h and f):
+                return False
+    return True
+
+
+@operation
+def pages_all_returned(s: Any, pools: Sequence[PagePool]) -> bool:
+    """Every page of ``pools`` is unheld and on its free list exactly once."""
+    for pool in pools:
+        for h, f in zip(getattr(s, pool.holders_var), getattr(s, pool.free_var), strict=True):
+            if h or f != 1:
+                return False
+    return True
 
 
 class PagePool:
@@ -188,16 +196,14 @@ class PagePool:
                  doc="whose KV the page holds (not cleared on free: pages are not zeroed)")
 
     # -- queries ---------------------------------------------------------------
+    @operation
     def available(self, s: Any) -> int:
         """Length of the free list (a page freed twice counts twice, as in a real free list)."""
-        if s.symbolic:
-            return _sym().available(s, self)  # type: ignore[no-any-return]
         return sum(getattr(s, self.free_var))
 
+    @operation
     def pages_of(self, s: Any, r: int) -> list[int]:
         """The pages in ``r``'s page table, in slot order (``req_to_token`` order)."""
-        if s.symbolic:
-            return _sym().pages_of(s, self, r)  # type: ignore[no-any-return]
         bit = 1 << ix(r)
         slots = list(getattr(s, self.slot_var))
         mine = [p for p, h in enumerate(getattr(s, self.holders_var)) if h & bit]
@@ -211,6 +217,7 @@ class PagePool:
         return sum((h >> ix(r) & 1) == 1 for h in getattr(s, self.holders_var))
 
     # -- operations ------------------------------------------------------------
+    @operation
     def alloc(self, s: Any, r: int, n: int, first_slot: int = 0) -> list[int]:
         """Take ``n`` pages off the free list into ``r``'s page table (slots from ``first_slot``).
 
@@ -218,8 +225,6 @@ class PagePool:
         must fail instead check :meth:`available` first).  Which free page
         lands in which slot is a nondeterministic choice.
         """
-        if s.symbolic:
-            return _sym().alloc(s, self, r, n, first_slot)  # type: ignore[no-any-return]
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
@@ -254,10 +259,9 @@ class PagePool:
             file, line, f"{self.name}.alloc",
         ))
 
+    @operation
     def write(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """``r`` writes its KV into ``pages`` (content label becomes ``r``)."""
-        if s.symbolic:
-            return _sym().write(s, self, r, pages)  # type: ignore[no-any-return]
         holders = getattr(s, self.holders_var)
         content = getattr(s, self.content_var)
         Req = self.own.requests
@@ -273,10 +277,9 @@ class PagePool:
                 s.emit(Write(pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
                              violates="no_unowned_write" if bad else None))
 
+    @operation
     def read(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """``r``'s attention reads ``pages``; foreign or unwritten content is recorded."""
-        if s.symbolic:
-            return _sym().read(s, self, r, pages)  # type: ignore[no-any-return]
         content = getattr(s, self.content_var)
         Req = self.own.requests
         for p in pages:
@@ -295,10 +298,9 @@ class PagePool:
                 s.emit(Read(pool=self.name, req=s.name_of(Req, r), page=s.name_of(self.Page, p),
                             content=s.name_of(Req, c) if c is not None else None, violates=violation))
 
+    @operation
     def free_pages(self, s: Any, r: int, pages: Sequence[int]) -> None:
         """Return ``pages`` from ``r``'s page table to the free list (content stays)."""
-        if s.symbolic:
-            return _sym().free_pages(s, self, r, pages)  # type: ignore[no-any-return]
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
@@ -317,6 +319,7 @@ class PagePool:
         return pages
 
 
+@operation
 def transfer(s: Any, r: int, src: PagePool, dst: PagePool, n: int) -> None:
     """Copy the first ``n`` pages of ``r``'s ``src`` page table onto its ``dst`` page table.
 
@@ -325,8 +328,6 @@ def transfer(s: Any, r: int, src: PagePool, dst: PagePool, n: int) -> None:
     table.  The destination pages take the *source* content label; a write
     into a destination page ``r`` does not hold is an unowned write.
     """
-    if s.symbolic:
-        return _sym().transfer(s, r, src, dst, n)  # type: ignore[no-any-return]
     src_pages = src.pages_of(s, r)
     dst_pages = dst.pages_of(s, r)
     require(n <= len(src_pages))

@@ -52,22 +52,15 @@ from ownership.spec.declarations import Domain
 from ownership.spec.elements import ix
 from ownership.spec.guard import require
 from ownership.spec.types import Int, Optional
+from ownership.vocab.operation import operation
 from ownership.vocab.pool import PagePool
 
 
+@operation
 def _set_if(s: Any, field: Any, key: Any, cond: Any, value: Any) -> None:
     """``field[key] = value`` when ``cond``: an ``if`` concretely, an ``If`` term symbolically (no fork)."""
-    if not s.symbolic:
-        if cond:
-            field[key] = value
-        return
-    import z3  # only under the Z3 engines
-
-    from ownership.engines.symbolic import to_z3
-
-    pos = field._pos(key)  # noqa: SLF001 - the cell a symbolic field index maps to
-    old = s.cell_term(pos)
-    s.set_term(pos, z3.If(to_z3(cond, z3.BoolSort()), to_z3(value, old.sort()), old))
+    if cond:
+        field[key] = value
 
 
 def _not(x: Any) -> Any:
@@ -208,19 +201,10 @@ class PrefixIndex:
     def _holds(self, s: Any, r: int, p: int) -> Any:
         return (getattr(s, self.pool.holders_var)[p] >> ix(r)) & 1 == 1
 
+    @operation
     def _choose_node(self, s: Any, label: str) -> Any:
         """Any node (``s.choose``); under the Z3 engines one fresh term instead of a path per node."""
-        if not s.symbolic:
-            return s.choose(list(s.all(self.Node)), label=label)
-        import z3  # only under the Z3 engines
-
-        from ownership.engines.symbolic import Sym, int_of
-
-        sort = s.cell_term(s.layout(self.node_var).offset).sort()
-        m = s.fresh(f"{self.name}_node", sort)
-        s.assume(z3.And(m >= 0, m < s.size(self.Node)))
-        s.record_pick(lambda ev: [int_of(ev(m))])
-        return Sym(m, s._enc.explorer)  # noqa: SLF001 - the path explorer this run forks on
+        return s.choose(list(s.all(self.Node)), label=label)
 
     # -- lock references -----------------------------------------------------------------------
     def add_ref(self, s: Any, node: Any, delta: int) -> None:

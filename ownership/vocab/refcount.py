@@ -42,6 +42,7 @@ from ownership.spec.elements import ix
 from ownership.spec.guard import Disabled, require
 from ownership.spec.model import Spec
 from ownership.spec.types import Int, Optional, SetOf
+from ownership.vocab.operation import operation
 
 BUILTINS = ("refcount_nonnegative", "free_list_once", "no_free_while_referenced", "refcount_matches_tables")
 
@@ -141,17 +142,18 @@ class BlockTables:
         a nondeterministic choice.
         """
         free = getattr(s, self.free_var)
-        if s.symbolic:
-            # One path per block with a guard, instead of one per subset of free blocks.
-            b = s.choose(list(s.all(self.Block)), label=f"free {self.name}", domain=self.Block)
-            require(free[b] > 0)
-        else:
-            b = s.choose([x for x in s.all(self.Block) if free[x] > 0], label=f"free {self.name}", domain=self.Block)
+        b = self._take_free(s)
         free[b] -= 1
         getattr(s, self.ref_var)[b] = 1
         if s.recording:
             s.emit(Alloc(pool=self.name, req=s.name_of(self.seqs, r), pages=(s.name_of(self.Block, b),)))
         return b
+
+    @operation
+    def _take_free(self, s: Any) -> Any:
+        """Which free block ``allocate`` takes (a nondeterministic choice; disabled when none is free)."""
+        free = getattr(s, self.free_var)
+        return s.choose([x for x in s.all(self.Block) if free[x] > 0], label=f"free {self.name}", domain=self.Block)
 
     def incref(self, s: Any, r: int, slots: Iterable[int], *, per_block: bool = False) -> None:
         """One more reference to the blocks at ``slots`` of ``r``'s table.

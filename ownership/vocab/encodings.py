@@ -1,29 +1,37 @@
-"""Direct symbolic encodings of the ownership vocabulary.
+"""Direct symbolic encodings of the ownership vocabulary's operations.
 
-When a spec runs under the Z3 engine, :class:`~ownership.vocab.pool.PagePool`
-operations land here instead of running page by page (which would fork once
-per page and per choice).  Each function must mean exactly what its concrete
-counterpart in :mod:`ownership.vocab.pool` does: every counterexample the
-solver finds is replayed through the concrete code and compared cell by cell,
-so a mismatch here is reported loudly, never silently trusted.
+When a spec runs under the Z3 engines, each vocabulary operation marked
+``@operation`` (:mod:`ownership.vocab.operation`) lands on the encoding
+registered here with ``@encodes`` instead of running page by page (which
+would fork once per page and per choice).  Each encoding must mean exactly
+what its concrete body does: every counterexample the solver finds is
+replayed through the concrete code and compared cell by cell, so a mismatch
+here is reported loudly, never silently trusted.
 
 Page sets are :class:`SymPages`: a membership term and a page-table position
-term per page.  Imported only by the symbolic engine (it imports z3).
+term per page.  Imported on the first symbolic call of an operation (it
+imports z3); it imports the symbolic layer (:mod:`ownership.symbolic`),
+never the engines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import z3
 
-from ownership.engines.symbolic import Sym, SymView, b2i, int_of, ival
-from ownership.spec.guard import Disabled
-
-if TYPE_CHECKING:
-    from ownership.vocab.pool import PagePool
+from ownership.spec.guard import Disabled, require
+from ownership.symbolic.terms import Sym, b2i, int_of, ival, to_z3
+from ownership.symbolic.view import SymView
+from ownership.vocab import pool as _pool
+from ownership.vocab import prefix as _prefix
+from ownership.vocab.inflight import InflightWrites
+from ownership.vocab.operation import encodes
+from ownership.vocab.pool import PagePool
+from ownership.vocab.prefix import PrefixIndex
+from ownership.vocab.refcount import BlockTables
 
 
 @dataclass
@@ -86,16 +94,19 @@ def as_pages(s: SymView, pool: PagePool, pages: Any) -> SymPages:
     )
 
 
+@encodes(PagePool.available)
 def available(s: SymView, pool: PagePool) -> Sym:
     return Sym(_checked_sum(s, _terms(s, pool.free_var)), s._enc.explorer)
 
 
+@encodes(PagePool.pages_of)
 def pages_of(s: SymView, pool: PagePool, r: int) -> SymPages:
     holders = _terms(s, pool.holders_var)
     slots = _terms(s, pool.slot_var)
     return SymPages(pool.name, [_bit(h, r) for h in holders], list(slots))
 
 
+@encodes(PagePool.alloc)
 def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> SymPages:
     free_off, size = _cells(s, pool.free_var)
     hold_off, _ = _cells(s, pool.holders_var)
@@ -136,6 +147,7 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
     return SymPages(pool.name, take, [z3.If(take[p], pos[p] + ival(first_slot, s.width), ival(-1, s.width)) for p in range(size)])
 
 
+@encodes(PagePool.write)
 def write(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     pages = as_pages(s, pool, pages)
     hold_off, size = _cells(s, pool.holders_var)
@@ -149,6 +161,7 @@ def write(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     _or_into(s, "wrote_unowned", r, bad)
 
 
+@encodes(PagePool.read)
 def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     pages = as_pages(s, pool, pages)
     content_off, size = _cells(s, pool.content_var)
@@ -165,6 +178,7 @@ def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     s.set_term(rf_off, z3.If(old != -1, old, z3.SignExt(old.size() - first.size(), first) if old.size() > first.size() else first))
 
 
+@encodes(PagePool.free_pages)
 def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     pages = as_pages(s, pool, pages)
     free_off, size = _cells(s, pool.free_var)
@@ -194,6 +208,7 @@ def _rank(s: SymView, pages: SymPages, p: int) -> z3.ExprRef:
                       for q in range(len(pages.member)) if q != p])
 
 
+@encodes(_pool.transfer)
 def transfer(s: SymView, r: int, src: PagePool, dst: PagePool, n: Any) -> None:
     src_pages = pages_of(s, src, r)
     dst_pages = pages_of(s, dst, r)
@@ -246,6 +261,7 @@ def pool_lemmas(pool: PagePool, inst: Any, cells: Sequence[z3.ExprRef]) -> list[
     return out
 
 
+@encodes(_pool.pages_exclusive)
 def no_double_ownership(s: SymView, pools: Sequence[PagePool]) -> Sym:
     """No page has two holders, or a holder while on the free list: one term, no fork per page."""
     conds: list[z3.BoolRef] = []
@@ -256,6 +272,7 @@ def no_double_ownership(s: SymView, pools: Sequence[PagePool]) -> Sym:
     return Sym(z3.And(conds) if conds else z3.BoolVal(True), s._enc.explorer)
 
 
+@encodes(_pool.pages_all_returned)
 def all_pages_returned(s: SymView, pools: Sequence[PagePool]) -> Sym:
     """Every page unheld and on the free list exactly once: one term, no fork per page."""
     conds: list[z3.BoolRef] = []
@@ -264,5 +281,46 @@ def all_pages_returned(s: SymView, pools: Sequence[PagePool]) -> Sym:
             conds.append(z3.And(h == z3.BitVecVal(0, h.size()), f == 1))
     return Sym(z3.And(conds) if conds else z3.BoolVal(True), s._enc.explorer)
 
+
+
+# -- the other vocabulary modules -----------------------------------------------------
+
+
+@encodes(InflightWrites.free)
+def inflight_free(s: SymView, writes: InflightWrites, r: int) -> Any:
+    pages = writes.pool.free(s, r)
+    flag = writes.invariant_name if s.checks(writes.invariant_name) else None
+    pending = getattr(s, writes.pending_var)
+    Req = writes.pool.own.requests
+    # The page may be allocated again before the action ends, so the state alone need not
+    # show the hazard: the freeing step is the violation (one condition, no fork).
+    if flag is not None:
+        member = [Sym(m, s._enc.explorer) for m in as_pages(s, writes.pool, pages).member]
+        s.flag(flag, sum(member[p] & pending[w, p] for p in s.all(writes.pool.Page) for w in s.all(Req)) > 0)
+    return pages
+
+
+@encodes(_prefix._set_if)
+def set_if(s: SymView, field: Any, key: Any, cond: Any, value: Any) -> None:
+    pos = field._pos(key)  # the cell a symbolic field index maps to
+    old = s.cell_term(pos)
+    s.set_term(pos, z3.If(to_z3(cond, z3.BoolSort()), to_z3(value, old.sort()), old))
+
+
+@encodes(PrefixIndex._choose_node)
+def choose_node(s: SymView, index: PrefixIndex, label: str) -> Sym:
+    sort = s.cell_term(s.layout(index.node_var).offset).sort()
+    m = s.fresh(f"{index.name}_node", sort)
+    s.assume(z3.And(m >= 0, m < s.size(index.Node)))
+    s.record_pick(lambda ev: [int_of(ev(m))])
+    return Sym(m, s._enc.explorer)  # the path explorer this run forks on
+
+
+@encodes(BlockTables._take_free)
+def take_free_block(s: SymView, blocks: BlockTables) -> Any:
+    # One path per block with a guard, instead of one per subset of free blocks.
+    b = s.choose(list(s.all(blocks.Block)), label=f"free {blocks.name}", domain=blocks.Block)
+    require(getattr(s, blocks.free_var)[b] > 0)
+    return b
 
 __all__ = ["Disabled", "all_pages_returned", "no_double_ownership", "SymPages", "alloc", "available", "free_pages", "pages_of", "pool_lemmas", "read", "transfer", "write"]
