@@ -20,6 +20,7 @@ from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.engines.symmetry import plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.spec.instance import Instance
+from ownership.spec.invariants import select_invariants
 from ownership.symbolic.encoding import SymbolicSpec, initial_width
 from ownership.symbolic.terms import MAX_WIDTH, WIDTH, WidthError
 
@@ -77,13 +78,8 @@ class BmcOptions:
 
 
 def checked_invariants(sym: SymbolicSpec, options: BmcOptions) -> list[str]:
-    """The invariants ``options`` name (all of the spec's by default); OWN004 for an unknown one."""
-    spec = sym.inst.spec
-    names = list(options.invariants) if options.invariants is not None else list(spec.invariants)
-    for n in names:
-        if n not in spec.invariants:
-            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {n!r} (known: {', '.join(spec.invariants)})")
-    return names
+    """The names of the invariants ``options`` select (see :func:`~ownership.spec.invariants.select_invariants`)."""
+    return [inv.name for inv in select_invariants(sym.inst, options.invariants)]
 
 
 def encode(inst: Instance, options: BmcOptions, width: int | None = None) -> SymbolicSpec:
