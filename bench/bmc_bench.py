@@ -42,8 +42,8 @@ def _child(kind: str, spec: str, params: dict[str, int], out: Any) -> None:
     from ownership.engines.explore import ExploreOptions, explore
     from ownership.engines.prove import prove
     from ownership.engines.z3run import BmcOptions
-    from ownership.spec.instance import Instance
-    from ownership.spec.loader import load_spec
+    from ownership.lang.instance import Instance
+    from ownership.lang.loader import load_spec
 
     wall0, cpu0 = time.perf_counter(), time.process_time()
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from ownership.engines.explore import ExploreOptions, explore
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 V22 = ROOT / "specs" / "sglang_disagg_v0_5_22.py"

@@ -56,8 +56,8 @@ from ownership.engines.hypothesis_engine import engine as hypothesis_engine  # n
 from ownership.engines.hypothesis_engine import machine as hypothesis_machine  # noqa: E402
 from ownership.engines.hypothesis_engine.engine import check_stateful  # noqa: E402
 from ownership.engines.hypothesis_engine.options import HypothesisOptions  # noqa: E402
-from ownership.spec.instance import Instance  # noqa: E402
-from ownership.spec.loader import load_spec  # noqa: E402
+from ownership.lang.instance import Instance  # noqa: E402
+from ownership.lang.loader import load_spec  # noqa: E402
 
 V21 = ROOT / "specs" / "sglang_disagg_v0_5_21.py"
 ENGINE_SETTINGS = hypothesis_engine.hypothesis_settings  # the engine's settings, before the bench wraps them

@@ -6,11 +6,11 @@ import; engines live in :mod:`ownership.engines` and load their solvers
 lazily, so importing a spec stays fast.
 """
 
-from ownership.spec.declarations import Domain, Expect, Params, Source, Values, ceil_div, safe, violates
-from ownership.spec.elements import Element
-from ownership.spec.guard import Disabled, require
-from ownership.spec.model import Spec
-from ownership.spec.types import Bool, Enum, Int, Optional, SetOf
+from ownership.lang.declarations import Domain, Expect, Params, Source, Values, ceil_div, safe, violates
+from ownership.lang.elements import Element
+from ownership.lang.guard import Disabled, require
+from ownership.lang.model import Spec
+from ownership.lang.types import Bool, Enum, Int, Optional, SetOf
 from ownership.vocab.pool import Ownership, PagePool, transfer
 
 __all__ = [

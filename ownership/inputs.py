@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ownership.errors import Code, OwnershipError
 
 if TYPE_CHECKING:
-    from ownership.spec.model import Spec
+    from ownership.lang.model import Spec
 
 DEFAULT_MAX_DOMAIN = 64
 """Largest domain (pages, requests, value set) built without ``--max-domain``.
@@ -189,14 +189,14 @@ def _count(values: object, cap: int) -> int:
 def check_instance_size(spec: Spec, overrides: Mapping[str, int], max_domain: int) -> None:
     """Refuse (OWN017) an instance with a domain or value set of more than ``max_domain`` elements.
 
-    Runs before :class:`~ownership.spec.instance.Instance` allocates anything:
+    Runs before :class:`~ownership.lang.instance.Instance` allocates anything:
     it resolves only the sizes, then names the largest domain, the parameter
     values behind it and the size of one state (cells) and of one expansion
     (action instances), so a typo in ``--param`` is refused at once instead
     of hanging silently.  Unknown or out-of-range parameters are left to the
     instance, which reports them (OWN010/OWN011).
     """
-    from ownership.spec.declarations import Params, Values
+    from ownership.lang.declarations import Params, Values
 
     values = spec.default_params()
     for name, v in overrides.items():

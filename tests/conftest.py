@@ -8,8 +8,8 @@ import pytest
 
 from ownership.core.trace import Trace
 from ownership.engines.explore import explore
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"

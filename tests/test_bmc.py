@@ -16,8 +16,8 @@ from ownership.engines.explore import explore
 from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 SOLVER = Path(__file__).resolve().parent / "solver"
 

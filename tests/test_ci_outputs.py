@@ -23,8 +23,8 @@ from ownership.cli import app
 from ownership.core.expectation import Status, invariant_outcomes, judge
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
-from ownership.spec.declarations import Expect
-from ownership.spec.loader import load_spec
+from ownership.lang.declarations import Expect
+from ownership.lang.loader import load_spec
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -23,8 +23,8 @@ from ownership.engines.hypothesis_engine import engine as hypothesis_engine
 from ownership.engines.hypothesis_engine import machine as hypothesis_machine
 from ownership.engines.hypothesis_engine.engine import check_stateful
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 pytest_plugins = ["pytester"]
 

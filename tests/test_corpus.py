@@ -11,8 +11,8 @@ from conftest import CORPUS, SPECS
 from ownership.core.result import CheckResult, Verdict
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.errors import OwnershipError
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 
 def _explore(inst: Instance) -> CheckResult:

@@ -17,9 +17,9 @@ from ownership.core.result import Verdict
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.graph import GraphOptions, state_graph
 from ownership.errors import Code, OwnershipError
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 from ownership.render.text import explain_report
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
 
 V21 = SPECS / "sglang_disagg_v0_5_21.py"
 

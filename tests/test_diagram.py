@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ownership.engines.diagram import build_diagram, reachable_states
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 from tests.conftest import SPECS
 
 

@@ -41,11 +41,11 @@ from ownership.core.itf import trace_to_itf
 from ownership.core.story import story_of
 from ownership.core.trace import Trace, TraceKind
 from ownership.errors import OwnershipError
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 from ownership.render.dot import trace_to_dot
 from ownership.render.html import _steps_table
 from ownership.render.text import trace_table, violation_sentence
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
 
 COMMITTED = sorted((ROOT / "counterexamples").glob("*/trace.json"))
 INCIDENT = ROOT / "counterexamples" / "sglang_disagg_v0_5_21" / "trace.json"

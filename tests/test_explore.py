@@ -118,7 +118,7 @@ def test_invariant_selection() -> None:
 def test_states_differing_only_by_minus_one_and_minus_two_are_distinct() -> None:
     """CPython's hash(-1) == hash(-2): deduplicating by hash would lose the -2 state."""
     from ownership import Spec, require
-    from ownership.spec.instance import Instance
+    from ownership.lang.instance import Instance
 
     spec = Spec("countdown")
     spec.var("x", int, init=0)

@@ -20,8 +20,8 @@ from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 from ownership.vocab.inflight import DeferredFrees, InflightSteps, InflightWrites
 
 SGLANG_BUGGY = "sglang_pd_abort_inflight_buggy"

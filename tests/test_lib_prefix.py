@@ -20,8 +20,8 @@ from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 from ownership.vocab.prefix import PrefixIndex
 
 TGI_BUGGY = "tgi_prefix_published_before_write_buggy"

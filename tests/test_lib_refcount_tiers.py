@@ -15,7 +15,7 @@ from ownership import Ownership, Spec, require, safe
 from ownership.core.result import StopReason, Verdict
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 from ownership.vocab.refcount import BlockTables
 from ownership.vocab.tiers import Tiers
 

@@ -9,7 +9,7 @@ import pytest
 
 from ownership import Spec
 from ownership.errors import OwnershipError
-from ownership.spec.loader import load_spec
+from ownership.lang.loader import load_spec
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 

@@ -12,8 +12,8 @@ from ownership.cli import app
 from ownership.core.replay import replay
 from ownership.core.result import StopReason, Verdict
 from ownership.engines.paramexplore import ParamOptions, explore_params
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 SOLVER = Path(__file__).resolve().parent / "solver"
 

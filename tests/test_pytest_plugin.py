@@ -20,7 +20,7 @@ import ownership.engines.bmc  # noqa: F401 - see below
 import ownership.engines.explore  # noqa: F401
 import ownership.symbolic.encoding  # noqa: F401
 from conftest import CORPUS
-from ownership.spec.loader import load_spec
+from ownership.lang.loader import load_spec
 from ownership.testing.assertions import assert_safe, assert_violates
 
 pytest_plugins = ["pytester"]

@@ -20,10 +20,10 @@ from ownership.engines.prove import prove
 from ownership.engines.symcheck import check_symmetry, permuter
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
-from ownership.spec.elements import Element, ix
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
-from ownership.spec.types import SetOf
+from ownership.lang.elements import Element, ix
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
+from ownership.lang.types import SetOf
 
 TRUST = Path(__file__).parent / "trust"
 SPECS = Path(__file__).parent.parent / "specs"
@@ -261,7 +261,7 @@ def test_ordered_and_symmetric_exclude_each_other_and_ordered_pools_give_ints() 
 
 def test_plain_turns_elements_into_indices_at_every_depth() -> None:
     # Model-based tests compare the spec's expectation (elements) with an implementation's numbers.
-    from ownership.spec.elements import plain
+    from ownership.lang.elements import plain
 
     inst = Instance(load_spec(TRUST / "scalar_next_slot.py"))
     dom = next(iter(inst.elements))

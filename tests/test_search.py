@@ -15,10 +15,10 @@ from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.graph import state_graph
 from ownership.engines.search import BreadthFirst, Control, Limits, Stop, Visitor
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
-from ownership.spec.invariants import select_invariants
-from ownership.spec.loader import load_spec
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.instance import Instance, State
+from ownership.lang.invariants import select_invariants
+from ownership.lang.loader import load_spec
+from ownership.lang.successors import ActionInstance, Successor
 
 
 class _StopAt(Visitor):

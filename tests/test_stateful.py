@@ -15,8 +15,8 @@ from ownership.engines.explore import explore
 from ownership.engines.hypothesis_engine.engine import check_stateful
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, machine_class
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 FAST = HypothesisOptions(max_examples=60, steps=20, seed=1)
 

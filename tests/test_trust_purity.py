@@ -20,8 +20,8 @@ from ownership.engines.prove.reach import reachable_certificate
 from ownership.engines.prove.spacer import spacer
 from ownership.engines.z3run import BmcOptions, encode
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 TRUST = Path(__file__).resolve().parent / "trust"
 

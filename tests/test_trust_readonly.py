@@ -20,8 +20,8 @@ from ownership.engines.paramexplore import ParamOptions, explore_params
 from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 
 TRUST = Path(__file__).resolve().parent / "trust"
 

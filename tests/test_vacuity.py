@@ -21,8 +21,8 @@ from ownership.cli import app
 from ownership.core.result import Verdict
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.errors import OwnershipError
-from ownership.spec.instance import Instance
-from ownership.spec.loader import load_spec, spec_files
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec, spec_files
 
 TRUST = Path(__file__).resolve().parent / "trust"
 NEVER = TRUST / "vacuity_never_true_guard.py"

@@ -6,7 +6,7 @@ import pytest
 
 from ownership import Enum, Ownership, Spec, ceil_div, require
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 
 
 def tiny() -> tuple[Spec, object]:

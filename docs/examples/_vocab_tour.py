@@ -10,7 +10,7 @@ name starts with ``_`` so ``ownership list``/``test`` skip it.
 """
 
 from ownership import Ownership, Spec, transfer
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 
 
 def one_pool(pages: int, invariants: tuple[str, ...] = ("no_double_ownership",)) -> tuple[Spec, object]:

@@ -80,7 +80,7 @@ MUTATE_ENGINES = ("explore", "bmc", "hypothesis")
 
 def _load(path: Path, folder: Path) -> Any:
     """Load ``path`` as a spec with ``folder`` (the original's) importable, for its base spec."""
-    from ownership.spec.loader import load_spec
+    from ownership.lang.loader import load_spec
 
     added = str(folder) not in sys.path
     if added:
@@ -118,7 +118,7 @@ def _vacuous(result: Any) -> bool:
 def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress: ProgressFn | None = None) -> MutationReport:
     """Generate and check every mutant of the spec file ``path`` (see the module docstring)."""
     from ownership.engines.registry import run_engine
-    from ownership.spec.instance import Instance
+    from ownership.lang.instance import Instance
 
     p = Path(path)
     spec = _load(p, p.resolve().parent)
@@ -234,7 +234,7 @@ def _classify(
     expected: str | None, base_inst: Any, original_graph: list[ReachableGraph | str], start: float,
 ) -> MutantResult:
     from ownership.engines.registry import run_engine
-    from ownership.spec.instance import Instance
+    from ownership.lang.instance import Instance
 
     def done(outcome: str, detail: str) -> MutantResult:
         return MutantResult(m, outcome, detail, time.perf_counter() - start)

@@ -244,9 +244,9 @@ def test_specs(
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
+    from ownership.lang.loader import spec_files
     from ownership.render.ci.records import error_run, skipped_run, spec_run
     from ownership.render.ci.writing import reporting
-    from ownership.spec.loader import spec_files
 
     inputs.check_seconds("--max-seconds", max_seconds)
     inputs.check_count("--max-domain", max_domain, 1)

@@ -18,7 +18,7 @@ def list_specs(
     directory: Annotated[Path, typer.Argument(help="Folder of spec files.")] = Path("specs"),
 ) -> None:
     """List specs with their summary, source, parameters, invariants and expected verdict."""
-    from ownership.spec.loader import load_spec, spec_files
+    from ownership.lang.loader import load_spec, spec_files
 
     for path in spec_files(directory):
         spec = load_spec(path)
@@ -56,8 +56,8 @@ def mbt(
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Model-based test: drive an implementation and SPEC in lock step; fail at the first step they disagree."""
+    from ownership.lang.loader import load_spec
     from ownership.render.text import headline
-    from ownership.spec.loader import load_spec
     from ownership.testing.adapter import load_adapter
     from ownership.testing.mbt import MBTOptions, run_mbt
 
@@ -102,8 +102,8 @@ def replay(
     """Re-execute a saved trace on its spec and confirm its violation (exit 0), or say where it diverges (exit 1)."""
     from ownership.core.replay import replay as do_replay
     from ownership.core.trace import Trace
-    from ownership.spec.instance import Instance
-    from ownership.spec.loader import load_spec
+    from ownership.lang.instance import Instance
+    from ownership.lang.loader import load_spec
 
     trace = Trace.load(trace_file)
     path = spec_path or _locate_spec(trace.spec_path, trace_file)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ownership.core.result import CheckResult, StopReason, Verdict
 from ownership.errors import Code
-from ownership.spec.declarations import Expect
+from ownership.lang.declarations import Expect
 
 DEADLOCK = "deadlock"
 """The name a deadlock takes where an invariant's name would stand."""

@@ -1,7 +1,7 @@
 """Build traces from engine paths and replay traces through the concrete semantics.
 
 Every engine reports a path as a list of ``(action instance, picks)``;
-:func:`build_trace` re-executes it on the :class:`~ownership.spec.instance.Instance`
+:func:`build_trace` re-executes it on the :class:`~ownership.lang.instance.Instance`
 and fails loudly if the path is not executable or does not end in the
 claimed violation.  :func:`replay` does the same for a saved trace file and
 says at which step and field it diverges.
@@ -17,8 +17,8 @@ from typing import Any
 from ownership.core.schema import ActionInfo, PoolSchema, TraceSchema
 from ownership.core.trace import Step, Trace, TraceKind, changed_fields
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
-from ownership.spec.successors import ActionInstance
+from ownership.lang.instance import Instance, State
+from ownership.lang.successors import ActionInstance
 
 
 def build_trace(

@@ -1,4 +1,4 @@
-"""Checking engines.  Each takes an :class:`~ownership.spec.instance.Instance`
+"""Checking engines.  Each takes an :class:`~ownership.lang.instance.Instance`
 and options and returns a :class:`~ownership.core.result.CheckResult`; the
 engines are looked up by name in :mod:`ownership.engines.registry`.  This
 module relates two engines' results (``--engine all``).

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Measure, StopReason, Verdict
 from ownership.errors import Code, SpecWarning
-from ownership.spec.instance import Instance
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.instance import Instance
+from ownership.lang.successors import ActionInstance, Successor
 
 COVERAGE_STATES = 20_000
 """State budget of :func:`search_coverage` (deterministic: a count, not a time)."""

@@ -22,7 +22,7 @@ from typing import Any
 from ownership.core.progress import Progress
 from ownership.core.result import ActionCoverage, Measure, StopReason
 from ownership.engines.search import BreadthFirst, Limits, Stop, Visitor
-from ownership.spec.instance import Instance, State
+from ownership.lang.instance import Instance, State
 
 LEAF = 0
 """Node id of the accepting leaf: every path that reaches it spells a stored state."""

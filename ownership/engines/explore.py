@@ -21,9 +21,9 @@ from ownership.engines.coverage import with_coverage
 from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visitor
 from ownership.engines.symcheck import check_symmetry
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
-from ownership.spec.invariants import invariant_value, select_invariants
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.instance import Instance, State
+from ownership.lang.invariants import invariant_value, select_invariants
+from ownership.lang.successors import ActionInstance, Successor
 
 if TYPE_CHECKING:
     from ownership.session.settings import Settings

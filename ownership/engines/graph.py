@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Limits, Stop, Visitor
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
-from ownership.spec.invariants import select_invariants
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.instance import Instance, State
+from ownership.lang.invariants import select_invariants
+from ownership.lang.successors import ActionInstance, Successor
 
 if TYPE_CHECKING:
     import networkx as nx

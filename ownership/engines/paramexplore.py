@@ -38,11 +38,11 @@ from ownership.engines.search import BreadthFirst, Control, Limits, Stop, Visito
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.declarations import Domain, Params, Values
-from ownership.spec.guard import Disabled, is_truth_value
-from ownership.spec.instance import Instance, State
-from ownership.spec.invariants import not_bool_error, select_invariants
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.declarations import Domain, Params, Values
+from ownership.lang.guard import Disabled, is_truth_value
+from ownership.lang.instance import Instance, State
+from ownership.lang.invariants import not_bool_error, select_invariants
+from ownership.lang.successors import ActionInstance, Successor
 from ownership.symbolic.encoding import parameter_constraints
 from ownership.symbolic.paths import PathExplorer
 from ownership.symbolic.terms import COVERAGE_NOTE, WIDTH, Sym, SymbolicError

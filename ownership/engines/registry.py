@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ownership.core.progress import ProgressFn
 from ownership.core.result import CheckResult, CoverageKind
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 
 if TYPE_CHECKING:
     from ownership.session.settings import Settings

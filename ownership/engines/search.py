@@ -1,4 +1,4 @@
-"""The one breadth-first search over an :class:`~ownership.spec.instance.Instance`, with visitors.
+"""The one breadth-first search over an :class:`~ownership.lang.instance.Instance`, with visitors.
 
 Every engine that enumerates states (the explorer, the state graph export,
 the ``--explain`` diagnosis, prove's reachable set, the coverage search, the
@@ -43,8 +43,8 @@ from ownership.core.progress import Progress, ProgressFn
 from ownership.core.result import StopReason
 from ownership.engines.coverage import ActionTally
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
-from ownership.spec.instance import Instance, State
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.instance import Instance, State
+from ownership.lang.successors import ActionInstance, Successor
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ permutation ``pi`` of a reduced domain commutes with the spec: the successors
 of ``pi(s)`` are the ``pi``-images of the successors of ``s`` (action by
 action, with the action's arguments permuted too) and every invariant has
 the same value on ``pi(s)`` as on ``s``.  Opaque elements
-(:mod:`ownership.spec.elements`) refuse arithmetic and ordering, but a spec
+(:mod:`ownership.lang.elements`) refuse arithmetic and ordering, but a spec
 can still depend on element order without either: taking the first free page
 of ``s.all(Page)``, or writing the int literal ``1`` into a reference.
 
@@ -29,10 +29,10 @@ from typing import Any
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Stop, Visitor
 from ownership.errors import Code, OwnershipError
-from ownership.spec.declarations import Domain
-from ownership.spec.instance import Instance, State
-from ownership.spec.successors import ActionInstance
-from ownership.spec.types import Ref, RefSet
+from ownership.lang.declarations import Domain
+from ownership.lang.instance import Instance, State
+from ownership.lang.successors import ActionInstance
+from ownership.lang.types import Ref, RefSet
 
 DEFAULT_SAMPLE = 80
 """States sampled by default: enough to reach past the first allocations, cheap next to a search."""

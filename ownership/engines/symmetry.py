@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ownership.spec.fields import strides as layout_strides
-from ownership.spec.instance import Instance, State
-from ownership.spec.types import Ref, RefSet
+from ownership.lang.fields import strides as layout_strides
+from ownership.lang.instance import Instance, State
+from ownership.lang.types import Ref, RefSet
 
 MAX_PERMUTED = 6
 """Largest value-referenced symmetric domain canonicalised by enumeration."""

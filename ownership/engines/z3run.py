@@ -19,8 +19,8 @@ from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.engines.symmetry import plan_symmetry
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
-from ownership.spec.invariants import select_invariants
+from ownership.lang.instance import Instance
+from ownership.lang.invariants import select_invariants
 from ownership.symbolic.encoding import SymbolicSpec, initial_width
 from ownership.symbolic.terms import MAX_WIDTH, WIDTH, WidthError
 
@@ -78,7 +78,7 @@ class BmcOptions:
 
 
 def checked_invariants(sym: SymbolicSpec, options: BmcOptions) -> list[str]:
-    """The names of the invariants ``options`` select (see :func:`~ownership.spec.invariants.select_invariants`)."""
+    """The names of the invariants ``options`` select (see :func:`~ownership.lang.invariants.select_invariants`)."""
     return [inv.name for inv in select_invariants(sym.inst, options.invariants)]
 
 

@@ -38,7 +38,7 @@ from ownership.render.text import (
 
 if TYPE_CHECKING:
     from ownership.analysis.explain.diagnosis import Diagnosis
-    from ownership.spec.model import Spec
+    from ownership.lang.model import Spec
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ def export_graph(spec_path: Path, out: Path, params: Mapping[str, int], *, max_s
                  max_domain: int) -> GraphOutcome:
     """Load the spec, build its state graph (at most ``max_states`` states) and write it to ``out``."""
     from ownership.engines.graph import GraphOptions, state_graph, violating_nodes
+    from ownership.lang.instance import Instance
     from ownership.render.graphfile import SUFFIXES, write_graph
     from ownership.session.run import load
-    from ownership.spec.instance import Instance
 
     if out.suffix.lower() not in SUFFIXES:
         raise OwnershipError(Code.BAD_OPTION, f"--out {out}: use a .graphml, .gexf or .dot file")

@@ -33,9 +33,9 @@ def build_section(
     """
     from ownership.analysis.explain.diagnosis import DiagnoseOptions
     from ownership.analysis.explain.necessary import diagnose_result
+    from ownership.lang.instance import Instance
+    from ownership.lang.loader import load_spec
     from ownership.render.text import reproduce_command
-    from ownership.spec.instance import Instance
-    from ownership.spec.loader import load_spec
 
     spec = load_spec(spec_path)
     values = Instance(spec, params).param_values

@@ -24,8 +24,8 @@ from ownership.core.result import CheckResult, Stats, StopReason, Verdict
 from ownership.core.trace import Trace, TraceKind
 from ownership.engines import registry
 from ownership.errors import Code, ExitCode, OwnershipError
+from ownership.lang.model import Spec
 from ownership.session.settings import Settings
-from ownership.spec.model import Spec
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Outcome:
 
 def load(path: Path) -> Spec:
     """The spec a file defines (OWN0xx errors for a file that does not load)."""
-    from ownership.spec.loader import load_spec
+    from ownership.lang.loader import load_spec
 
     return load_spec(path)
 
@@ -92,7 +92,7 @@ def check(
     ``warn`` gets the warnings about a large instance.  Engines that
     disagree raise OWN040.
     """
-    from ownership.spec.instance import Instance
+    from ownership.lang.instance import Instance
 
     started = time.monotonic()
     the_spec = spec if spec is not None else load(_given(path))

@@ -18,11 +18,11 @@ from typing import Any
 import z3
 
 from ownership.errors import Code, OwnershipError, location_in
-from ownership.spec.declarations import Params, Values
-from ownership.spec.guard import is_truth_value
-from ownership.spec.instance import Instance
-from ownership.spec.invariants import not_bool_error
-from ownership.spec.types import BoolType, Enum, Ref, RefSet
+from ownership.lang.declarations import Params, Values
+from ownership.lang.guard import is_truth_value
+from ownership.lang.instance import Instance
+from ownership.lang.invariants import not_bool_error
+from ownership.lang.types import BoolType, Enum, Ref, RefSet
 from ownership.symbolic.paths import Path, PathExplorer
 from ownership.symbolic.terms import WIDTH, Sym, SymbolicError, WidthError, fits, sort_of, to_z3
 from ownership.symbolic.view import SymParams, SymView

@@ -17,8 +17,8 @@ import z3
 from ownership.core.replay import build_trace
 from ownership.core.trace import Trace
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
-from ownership.spec.types import BoolType, Ref, RefSet
+from ownership.lang.instance import Instance, State
+from ownership.lang.types import BoolType, Ref, RefSet
 from ownership.symbolic.terms import int_of
 from ownership.symbolic.unroll import Unroller
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import z3
 
-from ownership.spec.guard import Disabled
+from ownership.lang.guard import Disabled
 from ownership.symbolic.terms import WIDTH, SymbolicError, conjunction
 
 MAX_PATHS = 4096

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
-from ownership.spec.types import BoolType, Enum, Ref, RefSet, ValueType
+from ownership.lang.types import BoolType, Enum, Ref, RefSet, ValueType
 
 if TYPE_CHECKING:
     from ownership.symbolic.paths import PathExplorer

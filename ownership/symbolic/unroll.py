@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.paths import Path
 from ownership.symbolic.terms import conjunction, to_z3

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
-from ownership.spec.declarations import Domain, Params
-from ownership.spec.fields import strides
-from ownership.spec.guard import Disabled
-from ownership.spec.instance import Instance, ViewBase
-from ownership.spec.invariants import known_invariant
+from ownership.lang.declarations import Domain, Params
+from ownership.lang.fields import strides
+from ownership.lang.guard import Disabled
+from ownership.lang.instance import Instance, ViewBase
+from ownership.lang.invariants import known_invariant
 from ownership.symbolic.terms import Sym, SymbolicError, conjunction
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ownership.errors import Code, OwnershipError
-from ownership.spec.model import Spec
+from ownership.lang.model import Spec
 
 
 class Rejected(Exception):  # noqa: N818 - reads as "the implementation rejected it"
@@ -91,7 +91,7 @@ def source_of(cls: type) -> str | None:
 
 def resolve_spec(adapter_cls: type[Adapter], spec: str | Path | Spec | None) -> Spec:
     """The spec to test against: ``spec`` if given, else the adapter's own (a path relative to its file)."""
-    from ownership.spec.loader import load_spec
+    from ownership.lang.loader import load_spec
 
     target = spec if spec is not None else adapter_cls.spec
     if target is None:

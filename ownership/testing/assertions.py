@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from ownership.core.expectation import judge
 from ownership.core.result import CheckResult
-from ownership.spec.declarations import Expect
-from ownership.spec.model import Spec
+from ownership.lang.declarations import Expect
+from ownership.lang.model import Spec
 
 if TYPE_CHECKING:
     from ownership.session import Outcome
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 def _spec(spec: Spec | str | Path) -> tuple[Spec, str | None]:
     if isinstance(spec, Spec):
         return spec, spec.file
-    from ownership.spec.loader import load_spec
+    from ownership.lang.loader import load_spec
 
     return load_spec(spec), str(spec)
 
@@ -94,7 +94,7 @@ def failure_report(result: CheckResult, spec: Spec, spec_path: str | None = None
 def assert_safe(spec: Spec | str | Path, engine: str = "explore", **params: int) -> CheckResult:
     """Assert that ``spec`` at these parameter values is PROVED safe by ``engine``.
 
-    ``spec`` is a :class:`~ownership.spec.model.Spec` or the path of a spec
+    ``spec`` is a :class:`~ownership.lang.model.Spec` or the path of a spec
     file; ``params`` override the spec's defaults.  On failure the
     AssertionError's message is the verdict, what was covered and the trace
     table.  Returns the result (its coverage, statistics).

@@ -11,9 +11,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, rule_name
 from ownership.errors import Code, OwnershipError
-from ownership.spec.elements import plain
-from ownership.spec.instance import Instance, State
-from ownership.spec.successors import ActionInstance
+from ownership.lang.elements import plain
+from ownership.lang.instance import Instance, State
+from ownership.lang.successors import ActionInstance
 from ownership.testing.adapter import Adapter, Rejected, source_of
 
 

@@ -23,8 +23,8 @@ from ownership.engines.coverage import action_records
 from ownership.engines.hypothesis_engine.engine import capturing, hypothesis_settings
 from ownership.engines.hypothesis_engine.machine import InvariantViolation
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
-from ownership.spec.instance import Instance
-from ownership.spec.model import Spec
+from ownership.lang.instance import Instance
+from ownership.lang.model import Spec
 from ownership.testing.adapter import Adapter, resolve_spec
 from ownership.testing.conformance import (
     ConformanceMachine,

@@ -37,7 +37,7 @@ import pytest
 if TYPE_CHECKING:
     from ownership.core.expectation import InvariantOutcome
     from ownership.core.result import CheckResult
-    from ownership.spec.model import Spec
+    from ownership.lang.model import Spec
 
 _IMPORTS_OWNERSHIP = re.compile(rb"^[ \t]*(?:from|import)[ \t]+ownership\b", re.MULTILINE)
 _DEFAULT_ENGINE = "explore"
@@ -161,7 +161,7 @@ class SpecFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from ownership.errors import Code, OwnershipError
-        from ownership.spec.loader import load_spec
+        from ownership.lang.loader import load_spec
 
         try:
             self.spec = load_spec(self.path)

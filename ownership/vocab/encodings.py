@@ -22,7 +22,7 @@ from typing import Any
 
 import z3
 
-from ownership.spec.guard import Disabled, require
+from ownership.lang.guard import Disabled, require
 from ownership.symbolic.terms import Sym, b2i, int_of, ival, to_z3
 from ownership.symbolic.view import SymView
 from ownership.vocab import pool as _pool

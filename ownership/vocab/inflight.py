@@ -31,10 +31,10 @@ from __future__ import annotations
 from typing import Any
 
 from ownership.core.events import FreeDeferred, Write, WriteInFlight, WritePosted
-from ownership.spec.declarations import Domain
-from ownership.spec.elements import ix
-from ownership.spec.guard import require
-from ownership.spec.model import Spec
+from ownership.lang.declarations import Domain
+from ownership.lang.elements import ix
+from ownership.lang.guard import require
+from ownership.lang.model import Spec
 from ownership.vocab.operation import operation
 from ownership.vocab.pool import PagePool
 

@@ -25,11 +25,11 @@ from typing import Any
 
 from ownership.core.events import Alloc, Free, Read, Transfer, Write
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
-from ownership.spec.declarations import Domain, SizeSpec
-from ownership.spec.elements import ix
-from ownership.spec.guard import Disabled, require
-from ownership.spec.model import Spec
-from ownership.spec.types import Int, Optional, SetOf
+from ownership.lang.declarations import Domain, SizeSpec
+from ownership.lang.elements import ix
+from ownership.lang.guard import Disabled, require
+from ownership.lang.model import Spec
+from ownership.lang.types import Int, Optional, SetOf
 from ownership.vocab.operation import operation
 
 _VOCAB_DIR = os.path.dirname(os.path.abspath(__file__))

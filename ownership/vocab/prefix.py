@@ -48,10 +48,10 @@ from typing import Any
 
 from ownership.core.events import Evict, Free, PrefixHit, PrefixRead, Publish
 from ownership.errors import Code, OwnershipError, caller_location
-from ownership.spec.declarations import Domain
-from ownership.spec.elements import ix
-from ownership.spec.guard import require
-from ownership.spec.types import Int, Optional
+from ownership.lang.declarations import Domain
+from ownership.lang.elements import ix
+from ownership.lang.guard import require
+from ownership.lang.types import Int, Optional
 from ownership.vocab.operation import operation
 from ownership.vocab.pool import PagePool
 

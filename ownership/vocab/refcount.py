@@ -37,11 +37,11 @@ from typing import Any
 
 from ownership.core.events import Alloc, Decref, Free
 from ownership.errors import Code, OwnershipError, caller_location
-from ownership.spec.declarations import Domain, SizeSpec
-from ownership.spec.elements import ix
-from ownership.spec.guard import Disabled, require
-from ownership.spec.model import Spec
-from ownership.spec.types import Int, Optional, SetOf
+from ownership.lang.declarations import Domain, SizeSpec
+from ownership.lang.elements import ix
+from ownership.lang.guard import Disabled, require
+from ownership.lang.model import Spec
+from ownership.lang.types import Int, Optional, SetOf
 from ownership.vocab.operation import operation
 
 BUILTINS = ("refcount_nonnegative", "free_list_once", "no_free_while_referenced", "refcount_matches_tables")

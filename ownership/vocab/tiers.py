@@ -43,8 +43,8 @@ from typing import Any
 
 from ownership.core.events import CopyFailed, Demote, Read
 from ownership.errors import Code, OwnershipError, caller_location
-from ownership.spec.elements import ix
-from ownership.spec.model import Spec
+from ownership.lang.elements import ix
+from ownership.lang.model import Spec
 from ownership.vocab.pool import Ownership, PagePool, transfer
 from ownership.vocab.refcount import all_of, any_of
 

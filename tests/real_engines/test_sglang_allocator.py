@@ -22,7 +22,7 @@ import pytest
 
 from ownership.core.result import Verdict
 from ownership.engines.explore import ExploreOptions, explore
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:

@@ -10,9 +10,9 @@ from typing import Any
 
 from ownership.analysis.explain.graph import StateGraph, Transition
 from ownership.analysis.explain.trace import Branch, branches
-from ownership.spec.declarations import Action, Values
-from ownership.spec.instance import Instance
-from ownership.spec.types import BoolType, Enum, IntType
+from ownership.lang.declarations import Action, Values
+from ownership.lang.instance import Instance
+from ownership.lang.types import BoolType, Enum, IntType
 
 
 @dataclass(frozen=True)

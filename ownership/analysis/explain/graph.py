@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ownership.analysis.explain.diagnosis import DiagnoseOptions
 from ownership.engines.search import BreadthFirst, Control, Limits, Visitor
-from ownership.spec.instance import Instance, State
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.instance import Instance, State
+from ownership.lang.successors import ActionInstance, Successor
 
 if TYPE_CHECKING:
     import networkx as nx

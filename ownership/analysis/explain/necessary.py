@@ -11,9 +11,9 @@ from ownership.analysis.explain.graph import Cutter, StateGraph, build_graph
 from ownership.analysis.explain.trace import fields_read, trace_run
 from ownership.analysis.explain.wording import Found, describe
 from ownership.errors import Code, OwnershipError
-from ownership.spec.declarations import Action
-from ownership.spec.instance import Instance
-from ownership.spec.invariants import select_invariants
+from ownership.lang.declarations import Action
+from ownership.lang.instance import Instance
+from ownership.lang.invariants import select_invariants
 
 
 def diagnose(inst: Instance, invariant: str, options: DiagnoseOptions = DiagnoseOptions()) -> Diagnosis:  # noqa: B008 - frozen
@@ -107,7 +107,7 @@ def _drop_duplicate_comparisons(chosen: list[tuple[Atom, frozenset[int]]]) -> li
 def diagnose_result(spec: Any, result: Any, options: DiagnoseOptions = DiagnoseOptions()) -> Diagnosis:  # noqa: B008 - frozen
     """Diagnose the invariant a check found violated, at the parameter values of its trace.
 
-    ``spec`` is the checked :class:`~ownership.spec.model.Spec`, ``result`` its
+    ``spec`` is the checked :class:`~ownership.lang.model.Spec`, ``result`` its
     :class:`~ownership.core.result.CheckResult`.  A deadlock, or a result
     without a violated invariant, is OWN013 (there is nothing to diagnose).
     """

@@ -13,8 +13,8 @@ from typing import Any
 
 from ownership.analysis.explain.graph import StateGraph, Transition
 from ownership.errors import Code, OwnershipError
-from ownership.spec.declarations import Action, Domain
-from ownership.spec.instance import Instance
+from ownership.lang.declarations import Action, Domain
+from ownership.lang.instance import Instance
 
 
 @dataclass(frozen=True)

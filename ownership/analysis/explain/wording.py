@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ownership.analysis.explain.conditions import Atom
 from ownership.analysis.explain.diagnosis import Condition, NecessaryAction
 from ownership.analysis.explain.graph import StateGraph
-from ownership.spec.declarations import Action
+from ownership.lang.declarations import Action
 
 _MAX_CONDITIONS = 6  # conditions shown per action: the narrowest description, not every synonym
 

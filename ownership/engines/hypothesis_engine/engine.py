@@ -23,7 +23,7 @@ from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.hypothesis_engine.reproduction import hypothesis_reproduction, path_reproduction
 from ownership.engines.hypothesis_engine.walks import Path, shrink_path, swarm_walks
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 
 
 def hypothesis_settings(options: HypothesisOptions) -> settings:

@@ -15,10 +15,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from ownership.core.progress import Progress, ProgressFn
 from ownership.errors import Code, OwnershipError
-from ownership.spec.elements import Element
-from ownership.spec.instance import Instance, State
-from ownership.spec.invariants import select_invariants
-from ownership.spec.successors import ActionInstance, Successor
+from ownership.lang.elements import Element
+from ownership.lang.instance import Instance, State
+from ownership.lang.invariants import select_invariants
+from ownership.lang.successors import ActionInstance, Successor
 
 PICKS = "picks"
 """Name of the rule argument that carries the values of ``s.choose``."""
@@ -325,6 +325,6 @@ def load_machine(spec_path: str, **params: int) -> type[SpecMachine]:
     A machine made here checks every invariant after each step itself, so a
     pasted reproduction raises at the step where the invariant fails.
     """
-    from ownership.spec.loader import load_spec
+    from ownership.lang.loader import load_spec
 
     return machine_class(Instance(load_spec(spec_path), params))

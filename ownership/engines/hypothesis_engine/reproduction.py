@@ -5,7 +5,7 @@ from __future__ import annotations
 from ownership.core.replay import build_trace
 from ownership.engines.hypothesis_engine.machine import PICKS, class_name, rule_names, shown_arg
 from ownership.engines.hypothesis_engine.walks import Path
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 
 
 def path_reproduction(inst: Instance, path: Path) -> str:

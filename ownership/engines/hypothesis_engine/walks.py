@@ -10,8 +10,8 @@ from typing import Any
 from ownership.core.progress import Progress, ProgressFn
 from ownership.engines.hypothesis_engine.machine import RunLog
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
-from ownership.spec.instance import Instance, State
-from ownership.spec.successors import ActionInstance
+from ownership.lang.instance import Instance, State
+from ownership.lang.successors import ActionInstance
 
 SWARM_P_DISABLED = (0.0, 0.25, 0.5)
 """Swarm testing: each walk leaves out each action with one of these probabilities (drawn per walk)."""

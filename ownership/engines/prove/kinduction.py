@@ -21,7 +21,7 @@ from ownership.core.trace import Trace
 from ownership.engines.prove.outcome import Kind, Outcome, stoppable
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.extract import extract, first_failing, instance_factory
 from ownership.symbolic.solver import qf_bv, where

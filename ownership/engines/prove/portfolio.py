@@ -36,7 +36,7 @@ from ownership.engines.z3run import (
     widening,
 )
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.lemmas import live_overflows, proven_lemmas
 from ownership.symbolic.terms import WidthError, coverage_note

@@ -21,7 +21,7 @@ from ownership.engines import diagram as diagrams
 from ownership.engines.prove.outcome import Kind, Outcome, stoppable
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
-from ownership.spec.instance import Instance, State
+from ownership.lang.instance import Instance, State
 from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.extract import first_failing
 from ownership.symbolic.solver import qf_bv, where

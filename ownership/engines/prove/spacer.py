@@ -17,7 +17,7 @@ from ownership.core.limits import raise_if_canceled
 from ownership.core.result import StopReason
 from ownership.engines.prove.outcome import Kind, Outcome, stoppable
 from ownership.engines.z3run import BmcOptions
-from ownership.spec.instance import Instance
+from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.solver import qf_bv, where
 from ownership.symbolic.unroll import Unroller, free_constants

@@ -18,8 +18,8 @@ from typing import Literal
 from ownership.core.expectation import InvariantOutcome, invariant_outcomes, judge
 from ownership.core.result import CheckResult, Verdict
 from ownership.errors import OwnershipError
-from ownership.spec.declarations import Derived, Expect
-from ownership.spec.model import Spec
+from ownership.lang.declarations import Derived, Expect
+from ownership.lang.model import Spec
 
 Mode = Literal["check", "test", "prove"]
 

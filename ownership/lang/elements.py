@@ -65,7 +65,7 @@ def type_error(message: str) -> OwnershipError:
 class Element:
     """One element of a symmetric domain; see the module docstring.
 
-    One object exists per element per :class:`~ownership.spec.instance.Instance`,
+    One object exists per element per :class:`~ownership.lang.instance.Instance`,
     so wrapping an index is a list lookup and equality is identity.
     """
 

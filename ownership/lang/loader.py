@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, location_in
-from ownership.spec.model import Spec, argument_domain
+from ownership.lang.model import Spec, argument_domain
 
 
 def load_spec(path: str | Path) -> Spec:

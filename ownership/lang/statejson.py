@@ -6,15 +6,15 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ownership.spec.model import Spec
+from ownership.lang.model import Spec
 
 if TYPE_CHECKING:
-    from ownership.spec.fields import Layout
-    from ownership.spec.instance import State
+    from ownership.lang.fields import Layout
+    from ownership.lang.instance import State
 
 
 class StateCodec:
-    """:class:`~ownership.spec.instance.Instance`'s conversions of a flat state to named, readable forms."""
+    """:class:`~ownership.lang.instance.Instance`'s conversions of a flat state to named, readable forms."""
 
     if TYPE_CHECKING:
         spec: Spec

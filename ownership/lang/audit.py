@@ -1,6 +1,6 @@
 """The determinism audit: actions are functions of the cells they read.
 
-:meth:`~ownership.spec.successors.Successors.expand` calls
+:meth:`~ownership.lang.successors.Successors.expand` calls
 :meth:`DeterminismAudit._audit` on the first expansions and then on a
 sample; it runs every action again and compares, refusing an action that
 answers differently (OWN066) or one the footprint cache skipped although it
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from ownership.errors import Code, OwnershipError
 
 if TYPE_CHECKING:
-    from ownership.spec.instance import State
-    from ownership.spec.successors import ActionInstance, Successor
+    from ownership.lang.instance import State
+    from ownership.lang.successors import ActionInstance, Successor
 
 
 class DeterminismAudit:
-    """:class:`~ownership.spec.instance.Instance`'s purity audit of its own expansions."""
+    """:class:`~ownership.lang.instance.Instance`'s purity audit of its own expansions."""
 
     if TYPE_CHECKING:
         action_instances: list[ActionInstance]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ownership.spec.declarations import Domain
+    from ownership.lang.declarations import Domain
 
 
 class ValueType:
@@ -172,7 +172,7 @@ Int = IntType()
 
 def type_of(declared: Any) -> ValueType:
     """Normalise what a spec passes as a type (``bool``, ``int``, a domain, ...)."""
-    from ownership.spec.declarations import Domain
+    from ownership.lang.declarations import Domain
 
     if isinstance(declared, ValueType):
         return declared

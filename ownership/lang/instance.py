@@ -10,11 +10,11 @@ shown: this module is the reference semantics.
 This module holds the instance (its parameters, layout and action
 instances) and the view ``s`` it hands to spec code, with the events spec
 code emits.  The rest of the semantics is in one module per job, mixed into
-:class:`Instance`: running actions (:mod:`ownership.spec.successors`), the
-determinism audit (:mod:`ownership.spec.audit`), evaluating invariants
-(:mod:`ownership.spec.invariants`) and the readable forms of a state
-(:mod:`ownership.spec.statejson`); how variables sit in the state tuple is
-:mod:`ownership.spec.fields`.  It runs a little over 400 lines because the
+:class:`Instance`: running actions (:mod:`ownership.lang.successors`), the
+determinism audit (:mod:`ownership.lang.audit`), evaluating invariants
+(:mod:`ownership.lang.invariants`) and the readable forms of a state
+(:mod:`ownership.lang.statejson`); how variables sit in the state tuple is
+:mod:`ownership.lang.fields`.  It runs a little over 400 lines because the
 view and the instance are one object graph on the explorer's hot path: the
 view's private lists (``_cells``, ``_picks``, ``_reads``) are read directly
 by the successor loop, and the view is built from the instance's layout.
@@ -29,17 +29,17 @@ from typing import Any
 
 from ownership.core.events import Event, make_event
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location, location_in
-from ownership.spec.audit import DeterminismAudit
-from ownership.spec.declarations import Action, Domain, Params, Values
-from ownership.spec.elements import Element, ix
-from ownership.spec.fields import Field1, Field1Ref, FieldN, FieldNRef, Layout, value_checker
-from ownership.spec.guard import Disabled
-from ownership.spec.invariants import InvariantChecks, known_invariant
-from ownership.spec.model import Spec
-from ownership.spec.purity import check_static
-from ownership.spec.statejson import StateCodec
-from ownership.spec.successors import ActionInstance, Successors
-from ownership.spec.types import Ref
+from ownership.lang.audit import DeterminismAudit
+from ownership.lang.declarations import Action, Domain, Params, Values
+from ownership.lang.elements import Element, ix
+from ownership.lang.fields import Field1, Field1Ref, FieldN, FieldNRef, Layout, value_checker
+from ownership.lang.guard import Disabled
+from ownership.lang.invariants import InvariantChecks, known_invariant
+from ownership.lang.model import Spec
+from ownership.lang.purity import check_static
+from ownership.lang.statejson import StateCodec
+from ownership.lang.successors import ActionInstance, Successors
+from ownership.lang.types import Ref
 
 State = tuple[Any, ...]
 """A concrete state: one flat tuple, variables laid out in declaration order."""
@@ -321,7 +321,7 @@ class Instance(Successors, DeterminismAudit, InvariantChecks, StateCodec):
                 raise OwnershipError(Code.BAD_PARAM, f"domain {d.name} has negative size {n}", spec.file, spec.line)
             self.sizes[d.name] = n
             self.names[d.name] = d.element_names(n)
-        # One opaque element per element of each symmetric domain (see ownership.spec.elements).
+        # One opaque element per element of each symmetric domain (see ownership.lang.elements).
         self.elements: dict[str, tuple[Element, ...]] = {
             d.name: tuple(Element(d.name, i, self.names[d.name][i]) for i in range(self.sizes[d.name]))
             for d in spec.domains.values()

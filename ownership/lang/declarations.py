@@ -1,6 +1,6 @@
 """The declarations a spec is made of: parameters, domains, value sets, variables, actions, invariants.
 
-Small frozen records that :class:`~ownership.spec.model.Spec` creates and
+Small frozen records that :class:`~ownership.lang.model.Spec` creates and
 holds, plus the values engines pass to spec code (:class:`Params`), the
 source a spec models (:class:`Source`) and its expected verdict
 (:class:`Expect`, :func:`safe`, :func:`violates`).  Nothing here executes a spec.
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ownership.spec.types import ValueType
+from ownership.lang.types import ValueType
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -61,7 +61,7 @@ class Domain:
     parameters.  ``symmetric`` declares that the spec treats all elements
     alike (never names one in particular, never orders them), which lets the
     explorer merge states that differ only by a permutation of elements.
-    Spec code then sees its elements as opaque :class:`~ownership.spec.elements.Element`
+    Spec code then sees its elements as opaque :class:`~ownership.lang.elements.Element`
     objects (equality and indexing only).  ``ordered`` declares the opposite
     on purpose: elements are ints whose order and arithmetic mean something
     (slot adjacency, contiguous ranges), and no symmetry reduction applies.

@@ -1,6 +1,6 @@
 """Running actions on concrete states: every outcome of ``s.choose``, and the guard footprints.
 
-:class:`Successors` is the part of :class:`~ownership.spec.instance.Instance`
+:class:`Successors` is the part of :class:`~ownership.lang.instance.Instance`
 that runs action instances: :meth:`~Successors.expand` is the explorer's hot
 loop (it skips an action whose guard failed on the same cell values, its
 *footprint*), :meth:`~Successors.successors_of` forks on every ``s.choose``,
@@ -16,12 +16,12 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ownership.errors import OwnershipError
-from ownership.spec.declarations import Action
-from ownership.spec.guard import Disabled
+from ownership.lang.declarations import Action
+from ownership.lang.guard import Disabled
 
 if TYPE_CHECKING:
     from ownership.core.events import Event
-    from ownership.spec.instance import State, View
+    from ownership.lang.instance import State, View
 
 AUDIT_FIRST = 32
 """Expansions whose every action :meth:`Instance.expand` runs twice (the determinism audit)..."""
@@ -57,7 +57,7 @@ class _TooMany(Exception):  # noqa: N818 - a control-flow signal
 
 
 class Successors:
-    """:class:`~ownership.spec.instance.Instance`'s successor function (see the module docstring)."""
+    """:class:`~ownership.lang.instance.Instance`'s successor function (see the module docstring)."""
 
     if TYPE_CHECKING:
         view: View

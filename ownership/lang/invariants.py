@@ -3,7 +3,7 @@
 The module-level functions are shared by every engine (OWN065 for an
 invariant that does not return a bool, OWN004/OWN012 for an unknown
 invariant name); :class:`InvariantChecks` is the part of
-:class:`~ownership.spec.instance.Instance` that evaluates them on a concrete
+:class:`~ownership.lang.instance.Instance` that evaluates them on a concrete
 state and refuses one that writes it (OWN067).
 """
 
@@ -13,14 +13,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ownership.errors import Code, OwnershipError
-from ownership.spec.declarations import Invariant
-from ownership.spec.elements import spec_frame_location
-from ownership.spec.guard import describe_type, is_truth_value
-from ownership.spec.model import Spec
+from ownership.lang.declarations import Invariant
+from ownership.lang.elements import spec_frame_location
+from ownership.lang.guard import describe_type, is_truth_value
+from ownership.lang.model import Spec
 
 if TYPE_CHECKING:
-    from ownership.spec.instance import Instance, State, View
-    from ownership.spec.successors import Successor
+    from ownership.lang.instance import Instance, State, View
+    from ownership.lang.successors import Successor
 
 
 def invariant_value(inv: Invariant, value: object) -> bool:
@@ -86,7 +86,7 @@ def select_invariants(inst: Instance, names: Sequence[str] | None) -> tuple[Inva
 
 
 class InvariantChecks:
-    """:class:`~ownership.spec.instance.Instance`'s invariant and terminal-predicate evaluation on concrete states."""
+    """:class:`~ownership.lang.instance.Instance`'s invariant and terminal-predicate evaluation on concrete states."""
 
     if TYPE_CHECKING:
         spec: Spec

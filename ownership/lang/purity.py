@@ -9,7 +9,7 @@ can say PROVED in one run and VIOLATED in the next.
 
 :func:`check_static` refuses, when a spec is bound to parameters, code that
 refers to such things (OWN067); the explorer's determinism audit
-(:meth:`ownership.spec.instance.Instance.expand`) catches at run time what a
+(:meth:`ownership.lang.instance.Instance.expand`) catches at run time what a
 static look cannot (OWN066).
 """
 

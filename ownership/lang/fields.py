@@ -1,7 +1,7 @@
 """How state variables live in the flat state tuple, and the ``s.var[...]`` objects spec code indexes.
 
 :class:`Layout` places each variable in the tuple; :class:`Field1`/:class:`FieldN`
-(and their ``Ref`` variants, which hand out :class:`~ownership.spec.elements.Element`
+(and their ``Ref`` variants, which hand out :class:`~ownership.lang.elements.Element`
 objects) read and write its cells and log every read position for the
 explorer's guard footprints; :func:`value_checker` is the type check every
 write goes through.  These classes are the explorer's hot path: slotted
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ownership.errors import Code, OwnershipError
-from ownership.spec.elements import Element, spec_frame_location, type_error
-from ownership.spec.types import BoolType, Enum, IntType, Ref, RefSet
+from ownership.lang.elements import Element, spec_frame_location, type_error
+from ownership.lang.types import BoolType, Enum, IntType, Ref, RefSet
 
 
 @dataclass(frozen=True)

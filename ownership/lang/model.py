@@ -10,14 +10,14 @@ A spec module builds one :class:`Spec` and registers on it
   nondeterministic choice,
 * named **invariants**: functions ``fn(s) -> bool``.
 
-The records those calls create live in :mod:`ownership.spec.declarations`,
-the guard ``require`` in :mod:`ownership.spec.guard`; this module is the
+The records those calls create live in :mod:`ownership.lang.declarations`,
+the guard ``require`` in :mod:`ownership.lang.guard`; this module is the
 builder that registers them, resolves action-argument annotations to domains
 (:func:`argument_domain`) and derives one spec from another.  It runs a
 little over 400 lines because it is one method per kind of declaration,
 each refusing a bad declaration at the line that wrote it.
 
-Nothing here executes a spec; :mod:`ownership.spec.instance` binds a spec to
+Nothing here executes a spec; :mod:`ownership.lang.instance` binds a spec to
 concrete parameter values and runs it.  Engines only ever see those two.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
-from ownership.spec.declarations import (
+from ownership.lang.declarations import (
     Action,
     Derived,
     Domain,
@@ -44,7 +44,7 @@ from ownership.spec.declarations import (
     Values,
     Var,
 )
-from ownership.spec.types import type_of
+from ownership.lang.types import type_of
 
 
 @dataclass(eq=False)
