@@ -170,7 +170,7 @@ def dec_lock_ref(s, node: int | None) -> None:
         node = parent(node)
 
 
-def insert(s, r: int) -> int:
+def insert(s, r: ReqId) -> int:
     """insert(key=prompt, value=row): new nodes take the row's pages; returns the cached prefix length."""
     prompt = s.prompt[r]
     prefix_len = 0

@@ -181,3 +181,11 @@ def plain(value: Any) -> Any:
 def ix(value: Any) -> Any:
     """The index behind an element (anything else unchanged): for the trusted vocabulary only."""
     return value._i if value.__class__ is Element else value
+
+
+Member = Element | int
+"""A value of a domain as spec code holds it: an :class:`Element` of a symmetric domain, an int of any other.
+
+The vocabulary's operations take a request (or sequence, node) as a
+``Member``, so a spec whose arguments are ``Annotated[Element, Req]`` type-checks.
+"""

@@ -32,14 +32,14 @@ from typing import Any
 
 from ownership.core.events import FreeDeferred, Write, WriteInFlight, WritePosted
 from ownership.lang.declarations import Domain
-from ownership.lang.elements import ix
+from ownership.lang.elements import Member, ix
 from ownership.lang.guard import require
 from ownership.lang.model import Spec
 from ownership.vocab.operation import operation
 from ownership.vocab.pool import PagePool
 
 
-def holds(s: Any, pool: PagePool, r: int, p: int) -> Any:
+def holds(s: Any, pool: PagePool, r: Member, p: int) -> Any:
     """Whether ``r``'s page table holds page ``p`` (a truth value, symbolic under Z3).
 
     For invariants and helper invariants that quantify over pages: unlike
@@ -71,7 +71,7 @@ class InflightWrites:
                       doc=doc or f"a {name} write of the request's KV into the page is posted and has not landed")
 
     # -- queries ---------------------------------------------------------------
-    def drained(self, s: Any, r: int) -> bool:
+    def drained(self, s: Any, r: Member) -> bool:
         """No write of ``r`` is outstanding (every posted write has landed)."""
         pending = getattr(s, self.pending_var)
         # A count, not any(): under the Z3 engines this is one condition instead of a fork per page.
@@ -83,7 +83,7 @@ class InflightWrites:
         return any(pending[w, p] for w in s.all(self.pool.own.requests))
 
     # -- operations ------------------------------------------------------------
-    def post(self, s: Any, r: int) -> None:
+    def post(self, s: Any, r: Member) -> None:
         """Post a write of ``r``'s KV into every page ``r``'s page table holds now."""
         pending = getattr(s, self.pending_var)
         for p in s.all(self.pool.Page):
@@ -94,7 +94,7 @@ class InflightWrites:
             s.emit(WritePosted(channel=self.name, pool=self.pool.name, req=s.name_of(self.pool.own.requests, r),
                                pages=tuple(s.name_of(self.pool.Page, p) for p in posted)))
 
-    def land(self, s: Any, r: int) -> None:
+    def land(self, s: Any, r: Member) -> None:
         """Every outstanding write of ``r`` lands: each target page now holds ``r``'s KV.
 
         A page ``r`` no longer holds is written all the same (that is the
@@ -117,7 +117,7 @@ class InflightWrites:
                                  page=s.name_of(self.pool.Page, p), violates=flag))
 
     @operation
-    def free(self, s: Any, r: int) -> Any:
+    def free(self, s: Any, r: Member) -> Any:
         """``pool.free(s, r)``: release ``r``'s pages now; flag those with a write in flight.
 
         The state change is exactly the pool's ``free``.  For the trace, a
@@ -196,11 +196,11 @@ class InflightSteps:
         """Steps in flight; deferring until they are all processed fences on the newest one."""
         return getattr(s, self.count_var)  # type: ignore[no-any-return]
 
-    def scheduled_in_flight(self, s: Any, r: int) -> bool:
+    def scheduled_in_flight(self, s: Any, r: Member) -> bool:
         """``r`` is in a step whose output is not processed (``last_sched_seq > processed_step_seq``)."""
         return getattr(s, self.last_var)[r] > 0  # type: ignore[no-any-return]
 
-    def in_oldest_only(self, s: Any, r: int) -> bool:
+    def in_oldest_only(self, s: Any, r: Member) -> bool:
         """``r``'s most recent step is the oldest one in flight."""
         return getattr(s, self.last_var)[r] == 1  # type: ignore[no-any-return]
 
@@ -226,7 +226,7 @@ class InflightSteps:
         require(getattr(s, self.count_var) < self._depth(s))
         setattr(s, self.count_var, getattr(s, self.count_var) + 1)
 
-    def include(self, s: Any, r: int) -> None:
+    def include(self, s: Any, r: Member) -> None:
         """``r`` is scheduled in the step just dispatched (``request.last_sched_seq = sched_step_seq``)."""
         getattr(s, self.last_var)[r] = getattr(s, self.count_var)
 
@@ -265,7 +265,7 @@ class DeferredFrees:
         self.spec.var(self.fence_var, int, per=Req, init=0,
                       doc="fence events still to pass before the held pages return (0: until released)")
 
-    def holding(self, s: Any, r: int) -> bool:
+    def holding(self, s: Any, r: Member) -> bool:
         """``r``'s pages are held in the queue."""
         return getattr(s, self.held_var)[r]  # type: ignore[no-any-return]
 
@@ -274,7 +274,7 @@ class DeferredFrees:
         held = getattr(s, self.held_var)
         return not any(held[r] for r in s.all(self.pool.own.requests))
 
-    def defer(self, s: Any, r: int, fence: Any = 0) -> None:
+    def defer(self, s: Any, r: Member, fence: Any = 0) -> None:
         """Hold ``r``'s pages instead of freeing them.
 
         With ``fence > 0`` they return by themselves after that many calls of
@@ -288,7 +288,7 @@ class DeferredFrees:
             s.emit(FreeDeferred(pool=self.pool.name, req=s.name_of(self.pool.own.requests, r),
                                 pages=tuple(s.name_of(self.pool.Page, p) for p in self.pool.pages_of(s, r))))
 
-    def release(self, s: Any, r: int) -> None:
+    def release(self, s: Any, r: Member) -> None:
         """Return the pages held for ``r`` to the free list (content stays, as with ``free``)."""
         held = getattr(s, self.held_var)
         require(held[r])

@@ -26,7 +26,7 @@ from typing import Any
 from ownership.core.events import Alloc, Free, Read, Transfer, Write
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
 from ownership.lang.declarations import Domain, SizeSpec
-from ownership.lang.elements import ix
+from ownership.lang.elements import Member, ix
 from ownership.lang.guard import Disabled, require
 from ownership.lang.model import Spec
 from ownership.lang.types import Int, Optional, SetOf
@@ -202,7 +202,7 @@ class PagePool:
         return sum(getattr(s, self.free_var))
 
     @operation
-    def pages_of(self, s: Any, r: int) -> list[int]:
+    def pages_of(self, s: Any, r: Member) -> list[int]:
         """The pages in ``r``'s page table, in slot order (``req_to_token`` order)."""
         bit = 1 << ix(r)
         slots = list(getattr(s, self.slot_var))
@@ -211,14 +211,14 @@ class PagePool:
         every = s.all(self.Page)  # elements of a symmetric pool, ints of an ordered one
         return [every[p] for p in mine]
 
-    def held(self, s: Any, r: int) -> Any:
+    def held(self, s: Any, r: Member) -> Any:
         """How many pages ``r``'s page table holds (a solver term under the symbolic engines)."""
         # (bit == 1) is a bool, so the sum stays an ordinary int under the solver (as in refcount).
         return sum((h >> ix(r) & 1) == 1 for h in getattr(s, self.holders_var))
 
     # -- operations ------------------------------------------------------------
     @operation
-    def alloc(self, s: Any, r: int, n: int, first_slot: int = 0) -> list[int]:
+    def alloc(self, s: Any, r: Member, n: int, first_slot: int = 0) -> list[int]:
         """Take ``n`` pages off the free list into ``r``'s page table (slots from ``first_slot``).
 
         Not enabled when the free list is shorter than ``n`` (callers that
@@ -260,7 +260,7 @@ class PagePool:
         ))
 
     @operation
-    def write(self, s: Any, r: int, pages: Sequence[int]) -> None:
+    def write(self, s: Any, r: Member, pages: Sequence[int]) -> None:
         """``r`` writes its KV into ``pages`` (content label becomes ``r``)."""
         holders = getattr(s, self.holders_var)
         content = getattr(s, self.content_var)
@@ -278,7 +278,7 @@ class PagePool:
                              violates="no_unowned_write" if bad else None))
 
     @operation
-    def read(self, s: Any, r: int, pages: Sequence[int]) -> None:
+    def read(self, s: Any, r: Member, pages: Sequence[int]) -> None:
         """``r``'s attention reads ``pages``; foreign or unwritten content is recorded."""
         content = getattr(s, self.content_var)
         Req = self.own.requests
@@ -299,7 +299,7 @@ class PagePool:
                             content=s.name_of(Req, c) if c is not None else None, violates=violation))
 
     @operation
-    def free_pages(self, s: Any, r: int, pages: Sequence[int]) -> None:
+    def free_pages(self, s: Any, r: Member, pages: Sequence[int]) -> None:
         """Return ``pages`` from ``r``'s page table to the free list (content stays)."""
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
@@ -312,7 +312,7 @@ class PagePool:
             s.emit(Free(pool=self.name, req=s.name_of(self.own.requests, r),
                         pages=tuple(s.name_of(self.Page, p) for p in pages)))
 
-    def free(self, s: Any, r: int) -> list[int]:
+    def free(self, s: Any, r: Member) -> list[int]:
         """Release every page ``r`` holds (``free-on-finish``); returns them."""
         pages = self.pages_of(s, r)
         self.free_pages(s, r, pages)
@@ -320,7 +320,7 @@ class PagePool:
 
 
 @operation
-def transfer(s: Any, r: int, src: PagePool, dst: PagePool, n: int) -> None:
+def transfer(s: Any, r: Member, src: PagePool, dst: PagePool, n: int) -> None:
     """Copy the first ``n`` pages of ``r``'s ``src`` page table onto its ``dst`` page table.
 
     This is the KV transfer (RDMA write) from one node's pool to another's:

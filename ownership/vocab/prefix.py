@@ -49,7 +49,7 @@ from typing import Any
 from ownership.core.events import Evict, Free, PrefixHit, PrefixRead, Publish
 from ownership.errors import Code, OwnershipError, caller_location
 from ownership.lang.declarations import Domain
-from ownership.lang.elements import ix
+from ownership.lang.elements import Member, ix
 from ownership.lang.guard import require
 from ownership.lang.types import Int, Optional
 from ownership.vocab.operation import operation
@@ -186,7 +186,7 @@ class PrefixIndex:
                 total = total + ((nodes[p] == m) & unlocked)
         return total
 
-    def written(self, s: Any, r: int) -> Any:
+    def written(self, s: Any, r: Member) -> Any:
         """Whether each of ``r``'s own pages that its table labels with a block holds that block's KV.
 
         True once ``r``'s forward has run (:meth:`write`); a query for helper
@@ -198,7 +198,7 @@ class PrefixIndex:
                   for p in s.all(self.pool.Page))
         return bad == 0
 
-    def _holds(self, s: Any, r: int, p: int) -> Any:
+    def _holds(self, s: Any, r: Member, p: int) -> Any:
         return (getattr(s, self.pool.holders_var)[p] >> ix(r)) & 1 == 1
 
     @operation
@@ -228,7 +228,7 @@ class PrefixIndex:
         self.add_ref(s, None, delta)
 
     # -- operations -------------------------------------------------------------------------------
-    def match(self, s: Any, r: int, key: Any) -> int | None:
+    def match(self, s: Any, r: Member, key: Any) -> int | None:
         """Longest cached prefix of ``key`` (``find`` / ``match_prefix``); its pages go into ``r``'s table.
 
         Returns the deepest matched node (``None``: nothing matched, the
@@ -259,7 +259,7 @@ class PrefixIndex:
             handle = m
         return handle
 
-    def alloc(self, s: Any, r: int, key: Any, cached: Any, extra: int = 0) -> None:
+    def alloc(self, s: Any, r: Member, key: Any, cached: Any, extra: int = 0) -> None:
         """Pages for the blocks of ``key`` below ``cached``, plus ``extra`` private pages, into ``r``'s table.
 
         The engine's allocator with reclaim (TGI ``alloc_or_reclaim``,
@@ -283,7 +283,7 @@ class PrefixIndex:
             for i, m in enumerate(todo):
                 _set_if(s, table, (r, p), mine & (slot[p] == first + i), m)
 
-    def evict_one(self, s: Any, r: int | None = None) -> None:
+    def evict_one(self, s: Any, r: Member | None = None) -> None:
         """Evict one unlocked leaf entry (any one: LRU order is not modelled); its page is freed.
 
         ``r`` is the request whose allocation needs the page (for the trace).
@@ -317,7 +317,7 @@ class PrefixIndex:
                              page=self._page(s, p), node=self._node(s, m), in_use_by=tuple(users),
                              violates="no_evict_in_use" if users and s.checks("no_evict_in_use") else None))
 
-    def write(self, s: Any, r: int) -> None:
+    def write(self, s: Any, r: Member) -> None:
         """``r``'s forward writes its KV into its own pages; prompt-block pages get their prefix label."""
         self.pool.write(s, r, self.pool.pages_of(s, r))
         kv = getattr(s, self.kv_var)
@@ -325,7 +325,7 @@ class PrefixIndex:
         for p in s.all(self.pool.Page):
             _set_if(s, kv, p, self._holds(s, r, p), table[r, p])
 
-    def read(self, s: Any, r: int) -> None:
+    def read(self, s: Any, r: Member) -> None:
         """``r``'s attention over its page table: matched pages, then its own pages (pool ``read``).
 
         A matched page whose KV is not the prefix it was matched for sets
@@ -347,7 +347,7 @@ class PrefixIndex:
                                   violates="prefix_read_matches" if stale and s.checks("prefix_read_matches") else None))
         self.pool.read(s, r, self.pool.pages_of(s, r))
 
-    def insert(self, s: Any, r: int, key: Any) -> None:
+    def insert(self, s: Any, r: Member, key: Any) -> None:
         """Publish ``r``'s pages for the blocks of ``key`` (``RadixTrie::insert`` / ``insert_prefix``).
 
         Block by block from the root: a block not in the index gets the page
@@ -378,7 +378,7 @@ class PrefixIndex:
                 if s.recording and duplicate:
                     s.emit(Free(pool=self.pool.name, req=self._req(s, r), pages=(self._page(s, p),)))
 
-    def release(self, s: Any, r: int) -> None:
+    def release(self, s: Any, r: Member) -> None:
         """``r``'s page table is dropped: its own pages go back to the free list, matched pages are unmapped."""
         self.pool.free(s, r)
         table = getattr(s, self.table_var)

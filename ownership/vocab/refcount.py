@@ -38,7 +38,7 @@ from typing import Any
 from ownership.core.events import Alloc, Decref, Free
 from ownership.errors import Code, OwnershipError, caller_location
 from ownership.lang.declarations import Domain, SizeSpec
-from ownership.lang.elements import ix
+from ownership.lang.elements import Member, ix
 from ownership.lang.guard import Disabled, require
 from ownership.lang.model import Spec
 from ownership.lang.types import Int, Optional, SetOf
@@ -108,7 +108,7 @@ class BlockTables:
             return w
         return int(getattr(s.params, w))
 
-    def length(self, s: Any, r: int) -> int:
+    def length(self, s: Any, r: Member) -> int:
         """Entries in use in ``r``'s table, as a plain int.
 
         Under the solver the length is a term; this returns each possible
@@ -125,7 +125,7 @@ class BlockTables:
         w = self.width(s)
         return range(n if w is None else max(0, n - w), n)
 
-    def entry(self, s: Any, r: int, i: int) -> Any:
+    def entry(self, s: Any, r: Member, i: int) -> Any:
         """The block at slot ``i`` of ``r``'s table (a term under the solver)."""
         return getattr(s, self.table_var)[r, i]
 
@@ -135,7 +135,7 @@ class BlockTables:
         return any_of(*[all_of(block == b, ref[b] == k) for b in s.all(self.Block)])
 
     # -- the allocator ---------------------------------------------------------------
-    def allocate(self, s: Any, r: int) -> int:
+    def allocate(self, s: Any, r: Member) -> int:
         """``BlockAllocator.allocate``: take a free block for ``r`` with reference count 1.
 
         Not enabled when the free list is empty; which free block is taken is
@@ -155,7 +155,7 @@ class BlockTables:
         free = getattr(s, self.free_var)
         return s.choose([x for x in s.all(self.Block) if free[x] > 0], label=f"free {self.name}", domain=self.Block)
 
-    def incref(self, s: Any, r: int, slots: Iterable[int], *, per_block: bool = False) -> None:
+    def incref(self, s: Any, r: Member, slots: Iterable[int], *, per_block: bool = False) -> None:
         """One more reference to the blocks at ``slots`` of ``r``'s table.
 
         ``per_block=False`` counts every entry (``for block in table:
@@ -168,7 +168,7 @@ class BlockTables:
             hits = sum(e == b for e in entries)
             ref[b] += (hits > 0) if per_block else hits
 
-    def decref(self, s: Any, r: int, block: Any) -> None:
+    def decref(self, s: Any, r: Member, block: Any) -> None:
         """``BlockAllocator.free(block)`` on behalf of ``r``: one reference fewer.
 
         A block whose count reaches 0 goes back on the free list.  Freeing a
@@ -178,7 +178,7 @@ class BlockTables:
         """
         self._drop(s, r, [(b, block == b) for b in s.all(self.Block)])
 
-    def free(self, s: Any, r: int, slots: Iterable[int], *, per_block: bool = True) -> None:
+    def free(self, s: Any, r: Member, slots: Iterable[int], *, per_block: bool = True) -> None:
         """``_free_block_table``: ``decref`` the blocks at ``slots`` of ``r``'s table.
 
         ``per_block=True`` frees each distinct block once (``for block in
@@ -191,7 +191,7 @@ class BlockTables:
             drops.append((b, hits > 0 if per_block else hits))
         self._drop(s, r, drops)
 
-    def _drop(self, s: Any, r: int, drops: list[tuple[int, Any]]) -> None:
+    def _drop(self, s: Any, r: Member, drops: list[tuple[int, Any]]) -> None:
         ref = getattr(s, self.ref_var)
         free = getattr(s, self.free_var)
         before = [ref[b] for b in s.all(self.Block)] if s.recording else []
@@ -213,7 +213,7 @@ class BlockTables:
         if s.recording:
             self._emit_free(s, r, [(b, before[ix(b)]) for b, k in drops if k])
 
-    def _emit_free(self, s: Any, r: int, dropped: list[tuple[int, int]]) -> None:
+    def _emit_free(self, s: Any, r: Member, dropped: list[tuple[int, int]]) -> None:
         ref = getattr(s, self.ref_var)
         holders = getattr(s, self.holders_var)
         who = s.name_of(self.seqs, r)
@@ -232,7 +232,7 @@ class BlockTables:
                 s.emit(Decref(pool=self.name, req=who, page=page, refcount=f"{old}->{ref[b]}"))
 
     # -- the table -------------------------------------------------------------------
-    def append(self, s: Any, r: int, block: Any) -> None:
+    def append(self, s: Any, r: Member, block: Any) -> None:
         """``block_table.append(block)``: one more entry in ``r``'s table."""
         n = self.length(s, r)
         require(n < s.size(self.Slot))
@@ -240,12 +240,12 @@ class BlockTables:
         getattr(s, self.len_var)[r] = n + 1
         self.refresh(s, r)
 
-    def set_entry(self, s: Any, r: int, i: int, block: Any) -> None:
+    def set_entry(self, s: Any, r: Member, i: int, block: Any) -> None:
         """``block_table[i] = block`` (copy-on-write replacing an entry)."""
         getattr(s, self.table_var)[r, i] = block
         self.refresh(s, r)
 
-    def copy_table(self, s: Any, src: int, dst: int) -> int:
+    def copy_table(self, s: Any, src: Member, dst: Member) -> int:
         """``block_tables[dst] = block_tables[src].copy()``; returns the length."""
         n = self.length(s, src)
         table = getattr(s, self.table_var)
@@ -255,7 +255,7 @@ class BlockTables:
         self.refresh(s, dst)
         return n
 
-    def truncate(self, s: Any, r: int) -> None:
+    def truncate(self, s: Any, r: Member) -> None:
         """``del block_tables[r]``: ``r``'s table is empty again (references are not touched)."""
         table = getattr(s, self.table_var)
         for i in s.all(self.Slot):
@@ -263,7 +263,7 @@ class BlockTables:
         getattr(s, self.len_var)[r] = 0
         self.refresh(s, r)
 
-    def refresh(self, s: Any, r: int) -> None:
+    def refresh(self, s: Any, r: Member) -> None:
         """Recompute which blocks ``r``'s live window references (``holders``)."""
         n = self.length(s, r)
         holders = getattr(s, self.holders_var)

@@ -43,7 +43,7 @@ from typing import Any
 
 from ownership.core.events import CopyFailed, Demote, Read
 from ownership.errors import Code, OwnershipError, caller_location
-from ownership.lang.elements import ix
+from ownership.lang.elements import Member, ix
 from ownership.lang.model import Spec
 from ownership.vocab.pool import Ownership, PagePool, transfer
 from ownership.vocab.refcount import all_of, any_of
@@ -88,11 +88,11 @@ class Tiers:
         return self.count(s, n, tier) > 0
 
     # -- operations ------------------------------------------------------------------
-    def read(self, s: Any, n: int, tier: PagePool) -> None:
+    def read(self, s: Any, n: Member, tier: PagePool) -> None:
         """A request reads ``n``'s KV from ``tier``, through the index."""
         self._check(s, n, tier)
 
-    def copy(self, s: Any, n: int, src: PagePool, dst: PagePool) -> bool:
+    def copy(self, s: Any, n: Member, src: PagePool, dst: PagePool) -> bool:
         """Copy ``n`` from ``src`` to ``dst`` and commit the new pages to the index.
 
         Reads the source copy the index names (a missing or wrong one is a
@@ -111,11 +111,11 @@ class Tiers:
         transfer(s, n, src, dst, need)
         return True
 
-    def drop(self, s: Any, n: int, tier: PagePool) -> None:
+    def drop(self, s: Any, n: Member, tier: PagePool) -> None:
         """Remove ``n``'s copy from ``tier``: free its pages; the index no longer names them."""
         tier.free(s, n)
 
-    def demote(self, s: Any, n: int, src: PagePool, dst: PagePool) -> None:
+    def demote(self, s: Any, n: Member, src: PagePool, dst: PagePool) -> None:
         """Drop ``n`` from ``src``, relying on the committed copy on ``dst``.
 
         Without one, ``n``'s data is lost (``tier_lost``), and the index's
@@ -132,7 +132,7 @@ class Tiers:
                           note=f"no committed {dst.name} copy: data lost" if lost else f"{dst.name} copy committed",
                           violates="demote_only_after_copy" if lost and s.checks("demote_only_after_copy") else None))
 
-    def _check(self, s: Any, n: int, tier: PagePool) -> Any:
+    def _check(self, s: Any, n: Member, tier: PagePool) -> Any:
         """Read ``n``'s copy on ``tier`` through the index; record a misread. Returns the page count."""
         content = getattr(s, tier.content_var)
         named = _named(s, tier, n)
@@ -145,7 +145,7 @@ class Tiers:
             self._emit_read(s, n, tier)
         return count
 
-    def _emit_read(self, s: Any, n: int, tier: PagePool) -> None:
+    def _emit_read(self, s: Any, n: Member, tier: PagePool) -> None:
         Items = self.own.requests
         content = getattr(s, tier.content_var)
         flag = "tier_read_matches_index" if s.checks("tier_read_matches_index") else None
