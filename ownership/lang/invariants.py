@@ -99,20 +99,23 @@ class InvariantChecks:
 
     def violated(self, state: State) -> str | None:
         """Name of the first invariant ``state`` violates, or ``None``."""
-        view = self.view
-        view._cells[:] = state
+        self.view._cells[:] = state
         for inv in self.invariants:
-            try:
-                ok = inv.fn(view)
-            except OwnershipError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
-            if not invariant_value(inv, ok):
+            if not self._value(inv):
                 self.check_unchanged(state)
                 return inv.name
         self.check_unchanged(state)
         return None
+
+    def _value(self, inv: Invariant) -> bool:
+        """``inv`` on the state in the view; an exception in its code is a located spec error."""
+        try:
+            ok = inv.fn(self.view)
+        except OwnershipError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - spec code is user code
+            raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+        return invariant_value(inv, ok)
 
     def check_unchanged(self, state: State) -> None:
         """OWN067 if evaluating invariants (or the terminal predicate) on ``state`` wrote the view's cells.
@@ -171,17 +174,10 @@ class InvariantChecks:
 
     def holds(self, state: State, invariant: str) -> bool:
         """Whether ``state`` satisfies the named invariant."""
-        view = self.view
-        view._cells[:] = state
-        inv = self.spec.invariants[invariant]
-        try:
-            ok = inv.fn(view)
-        except OwnershipError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+        self.view._cells[:] = state
+        value = self._value(self.spec.invariants[invariant])
         self.check_unchanged(state)
-        return invariant_value(inv, ok)
+        return value
 
     def is_terminal(self, state: State) -> bool:
         """Whether the spec calls ``state`` finished (no request pending)."""
