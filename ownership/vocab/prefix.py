@@ -39,6 +39,11 @@ variables, comparisons, ``s.choose``), so it runs unchanged under every
 engine.  Updates whose target depends on state are conditional writes: a
 plain ``if`` concretely and one ``If`` term under the Z3 engines, so that
 symbolic runs do not fork once per page.
+
+The module runs a little over 400 lines because :class:`PrefixIndex` is
+one concept (match, lock, alloc, write, read, insert, release, evict and the
+invariants over them) whose operations share its state variables; splitting
+it would scatter one data structure's bookkeeping over several files.
 """
 
 from __future__ import annotations
