@@ -37,10 +37,10 @@ from ownership.engines.z3run import (
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
-from ownership.symbolic.extract import extract, first_failing, instance_factory
+from ownership.symbolic.extract import extract, first_failing, instance_factory, violation_in
 from ownership.symbolic.lemmas import live_overflows, proven_lemmas
 from ownership.symbolic.solver import qf_bv, where
-from ownership.symbolic.terms import WidthError, coverage_note, int_of
+from ownership.symbolic.terms import coverage_note, int_of
 from ownership.symbolic.unroll import Unroller
 
 
@@ -110,11 +110,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         solver.add(z3.Implies(bad, z3.Or(un.violation(names, k), overflow)))
         answer = solver.check(bad)
         if answer == z3.sat:
-            model = solver.model()
-            if z3.is_true(model.eval(overflow, model_completion=True)):
-                raise WidthError(f"a step after {k} steps overflows them")
-            bad_inv = first_failing(un, model, names, k)
-            trace, _ = extract(un, model, k, instance_factory(inst), "bmc", bad_inv)
+            bad_inv, trace = violation_in(un, solver.model(), overflow, names, k, inst, "bmc")
             return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
         if answer == z3.unknown:
             raise_if_canceled(solver)

@@ -19,7 +19,7 @@ from ownership.core.trace import Trace
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance, State
 from ownership.lang.types import BoolType, Ref, RefSet
-from ownership.symbolic.terms import int_of
+from ownership.symbolic.terms import WidthError, int_of
 from ownership.symbolic.unroll import Unroller
 
 
@@ -120,3 +120,18 @@ def instance_factory(inst: Instance) -> Callable[[dict[str, int]], Instance]:
         return Instance(inst.spec, params)
 
     return make
+
+
+def violation_in(un: Unroller, model: z3.ModelRef, overflow: z3.BoolRef, names: Sequence[str], k: int,
+                 inst: Instance, engine: str) -> tuple[str, Trace]:
+    """The first violated invariant and the replayed trace of a model that violates at step ``k``.
+
+    A model in which step ``k`` overflows the integers instead is not a
+    counterexample: :class:`~ownership.symbolic.terms.WidthError`, so the
+    spec is encoded again at twice the width.
+    """
+    if z3.is_true(model.eval(overflow, model_completion=True)):
+        raise WidthError(f"a step after {k} steps overflows them")
+    bad = first_failing(un, model, names, k)
+    trace, _ = extract(un, model, k, instance_factory(inst), engine, bad)
+    return bad, trace

@@ -23,9 +23,8 @@ from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
-from ownership.symbolic.extract import extract, first_failing, instance_factory
+from ownership.symbolic.extract import extract, instance_factory, violation_in
 from ownership.symbolic.solver import qf_bv, where
-from ownership.symbolic.terms import WidthError
 from ownership.symbolic.unroll import Unroller
 
 
@@ -59,11 +58,7 @@ def _k_induction(sym: SymbolicSpec, inst: Instance, options: BmcOptions, all_inv
         base_solver.add(z3.Or(base.violation(all_invs, k), overflow))
         answer = base_solver.check()
         if answer == z3.sat:
-            model = base_solver.model()
-            if z3.is_true(model.eval(overflow, model_completion=True)):
-                raise WidthError(f"a step after {k} steps overflows them")
-            bad = first_failing(base, model, all_invs, k)
-            trace, _ = extract(base, model, k, instance_factory(inst), "prove", bad)
+            bad, trace = violation_in(base, base_solver.model(), overflow, all_invs, k, inst, "prove")
             return Outcome(Kind.REFUTED, f"base case fails at depth {k}", k, violated=bad, trace=trace)
         if answer == z3.unknown:
             raise_if_canceled(base_solver)
