@@ -65,3 +65,22 @@ def test_an_annotation_without_a_domain_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(OwnershipError, match="must be annotated with a domain"):
         load_spec(tmp_path / "untyped.py")
+
+
+def test_a_package_next_to_the_spec_is_importable(tmp_path: Path) -> None:
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("LIMIT = 2\n")
+    (tmp_path / "uses_helpers.py").write_text(
+        "from helpers import LIMIT\n"
+        "from ownership import Spec, require, safe\n"
+        "spec = Spec('uses_helpers', expect=safe())\n"
+        "spec.var('x', int, init=0)\n"
+        "@spec.action\n"
+        "def step(s):\n"
+        "    require(s.x < LIMIT)\n"
+        "    s.x = s.x + 1\n"
+        "@spec.invariant\n"
+        "def bounded(s):\n"
+        "    return s.x <= LIMIT\n"
+    )
+    assert load_spec(tmp_path / "uses_helpers.py").name == "uses_helpers"

@@ -62,8 +62,13 @@ def _exec_spec_module(p: Path, source: str) -> ModuleType:
     # A fixed spec imports the shipped one it patches (``import sglang_disagg_v0_5_21``).
     # The finder resolves that import to the module this process already loaded
     # from that file, so the base spec runs once and there is one Spec object for it.
-    finder = _SiblingSpecs(p.resolve().parent)
+    # Other modules of the folder (a package of helpers) stay importable as before.
+    folder = p.resolve().parent
+    finder = _SiblingSpecs(folder)
     sys.meta_path.insert(0, finder)
+    added = str(folder) not in sys.path
+    if added:
+        sys.path.insert(0, str(folder))
     try:
         spec_obj.loader.exec_module(module)
     except OwnershipError as exc:
@@ -83,6 +88,8 @@ def _exec_spec_module(p: Path, source: str) -> ModuleType:
         ) from None
     finally:
         sys.meta_path.remove(finder)
+        if added:
+            sys.path.remove(str(folder))
     # A derived spec loaded later imports this file by its plain name: point that
     # name at this load, not at an earlier one, so both see the same Spec object.
     alias_file = getattr(sys.modules.get(p.stem), "__file__", None)
