@@ -119,7 +119,8 @@ def trace_schema(inst: Instance) -> TraceSchema:
         requests=tuple(inst.names[req]),
         request_domain=req,
         pools=tuple(
-            PoolSchema(p.name, tuple(inst.names[p.Page.name]), p.free_var, p.holders_var, p.slot_var, p.content_var)
+            PoolSchema(p.name, tuple(inst.names[p.Page.name]), p.free_var, p.holders_var, p.slot_var, p.content_var,
+                       tuple(p.marks))
             for p in own.pools
         ),
         per_request=tuple(

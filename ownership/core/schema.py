@@ -24,6 +24,30 @@ class ActionInfo:
     doc: str | None = None
 
 
+MARK_ROLES = ("keeper", "count", "pending", "flag")
+"""What a :class:`PageMark`'s variable says about a page.
+
+* ``keeper``: indexed by page; a true, non-zero or non-empty value means
+  something other than a request's page table holds the page (a prefix cache,
+  a radix tree, a job's own reference), so the page is neither free nor lost;
+* ``count``: indexed by page; a number drawn next to the page (a reference count);
+* ``pending``: indexed by (some domain, page); true while an operation of that
+  domain's element on the page is outstanding (a posted read or write, a
+  transfer handle);
+* ``flag``: indexed by page; true marks the page with the label (published,
+  deregistered, tombstoned).
+"""
+
+
+@dataclass(frozen=True)
+class PageMark:
+    """A state variable the vocabulary asks renderers to draw on a pool's pages."""
+
+    var: str
+    role: str
+    label: str
+
+
 @dataclass(frozen=True)
 class PoolSchema:
     """A page pool: its name, pages, and the state variables that hold its bookkeeping."""
@@ -34,6 +58,8 @@ class PoolSchema:
     holders: str | None = None
     slot: str | None = None
     content: str | None = None
+    marks: tuple[PageMark, ...] = ()
+    """Further per-page variables to draw (cache holds, reference counts, pending operations)."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +90,7 @@ class TraceSchema:
         if self.requests is not None:
             out["requests"] = list(self.requests)
             out["request_domain"] = self.request_domain
-            out["pools"] = [
-                {"name": p.name, "pages": list(p.pages or ()), "free": p.free, "holders": p.holders, "slot": p.slot,
-                 "content": p.content}
-                for p in self.pools or ()
-            ]
+            out["pools"] = [_pool_json(p) for p in self.pools or ()]
             out["per_request"] = list(self.per_request or ())
             out["ghosts"] = list(self.ghosts or ())
         return out
@@ -96,12 +118,21 @@ class TraceSchema:
             request_domain=data.get("request_domain"),
             pools=None if pools is None else tuple(
                 PoolSchema(p.get("name"), names_in(p, "pages"), p.get("free"), p.get("holders"), p.get("slot"),
-                           p.get("content"))
+                           p.get("content"),
+                           tuple(PageMark(m["var"], m["role"], m["label"]) for m in p.get("marks") or ()))
                 for p in pools
             ),
             per_request=names("per_request"),
             ghosts=names("ghosts"),
         )
+
+
+def _pool_json(p: PoolSchema) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": p.name, "pages": list(p.pages or ()), "free": p.free, "holders": p.holders,
+                           "slot": p.slot, "content": p.content}
+    if p.marks:  # absent rather than empty, so traces of specs without marks keep their bytes
+        out["marks"] = [{"var": m.var, "role": m.role, "label": m.label} for m in p.marks]
+    return out
 
 
 UNKNOWN_SCHEMA = TraceSchema(known=False)
@@ -132,6 +163,15 @@ def _problem(schema: Any) -> str | None:
             for key in ("name", "free", "holders", "slot", "content"):
                 if p.get(key) is not None and not isinstance(p[key], str):
                     return f"a pool's {key!r} must be a string"
+            marks = p.get("marks")
+            if marks is not None:
+                if not isinstance(marks, list) or not all(
+                    isinstance(m, dict) and all(isinstance(m.get(k), str) for k in ("var", "role", "label"))
+                    for m in marks
+                ):
+                    return "a pool's 'marks' must be a list of objects with string 'var', 'role' and 'label'"
+                if any(m["role"] not in MARK_ROLES for m in marks):
+                    return f"a mark's 'role' must be one of {', '.join(MARK_ROLES)}"
     actions = schema.get("actions")
     if actions is not None:
         if not isinstance(actions, dict) or not all(isinstance(a, dict) for a in actions.values()):

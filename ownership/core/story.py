@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ownership.core.events import Alloc, Event, Free, Read, Reply, Transfer, Write
+from ownership.core.schema import PageMark
 from ownership.core.trace import Trace
 
 
@@ -39,6 +40,8 @@ class PoolShape:
     holders: str
     content: str
     slot: str
+    marks: tuple[PageMark, ...] = ()
+    """The pool's marks whose variables are in the trace's states."""
 
 
 def pool_shapes(trace: Trace) -> tuple[PoolShape, ...]:
@@ -47,7 +50,8 @@ def pool_shapes(trace: Trace) -> tuple[PoolShape, ...]:
     for raw in trace.schema.pools or ():
         if raw.name is None or raw.pages is None or raw.free is None or raw.holders is None or raw.content is None:
             continue
-        pool = PoolShape(raw.name, raw.pages, raw.free, raw.holders, raw.content, raw.slot or "")
+        marks = tuple(m for m in raw.marks if isinstance(trace.initial.get(m.var), Mapping))
+        pool = PoolShape(raw.name, raw.pages, raw.free, raw.holders, raw.content, raw.slot or "", marks)
         if all(isinstance(trace.initial.get(v), Mapping) for v in (pool.free, pool.holders, pool.content)):
             out.append(pool)
     return tuple(out)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ownership.core.events import Alloc, Free, Read, Transfer, Write
+from ownership.core.schema import MARK_ROLES, PageMark
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location
 from ownership.lang.declarations import Domain, SizeSpec
 from ownership.lang.elements import Member, ix
@@ -194,6 +195,30 @@ class PagePool:
         spec.var(self.slot_var, Int, per=self.Page, init=-1, doc="position of the page in its holder's page table")
         spec.var(self.content_var, Optional(Req), per=self.Page, init=None,
                  doc="whose KV the page holds (not cleared on free: pages are not zeroed)")
+        self.marks: list[PageMark] = []
+
+    def mark(self, var: str, role: str, label: str) -> None:
+        """Ask the pictures and tables to draw state variable ``var`` on this pool's pages.
+
+        ``role`` says what the variable means for a page (see
+        :data:`ownership.core.schema.MARK_ROLES`): ``"keeper"`` (something
+        other than a request holds the page: a cache, a tree, a job's
+        reference; such a page is never drawn as lost), ``"count"`` (a
+        number such as a reference count), ``"pending"`` (indexed by some
+        domain and the page: an outstanding operation) or ``"flag"`` (a
+        per-page truth value such as published or deregistered).  Vocabulary
+        declarations call this for the variables they declare; a spec may
+        call it for its own.
+        """
+        if role not in MARK_ROLES:
+            file, line = caller_location(2)
+            raise OwnershipError(Code.SPEC_INVALID, f"mark role {role!r} is not one of {', '.join(MARK_ROLES)}",
+                                 file, line)
+        if var not in self.own.spec.vars:
+            file, line = caller_location(2)
+            raise OwnershipError(Code.SPEC_INVALID, f"mark names {var!r}, which is not a declared variable",
+                                 file, line)
+        self.marks.append(PageMark(var, role, label))
 
     # -- queries ---------------------------------------------------------------
     @operation
