@@ -231,3 +231,12 @@ def test_assert_violates() -> None:
     assert result.trace is not None and len(result.trace) == 4
     with pytest.raises(AssertionError, match="expected violates no_foreign_read from explore, got safe"):
         assert_violates(CORPUS / "toy_safe_counter.py", "no_foreign_read")
+
+
+@pytest.mark.slow
+def test_a_random_engines_failure_reproduces_with_its_seed() -> None:
+    """The reproduce line is the session's: a sampled failure names the seed it drew, so it reruns exactly."""
+    with pytest.raises(AssertionError) as info:
+        assert_safe(str(CORPUS / "toy_double_free.py"), engine="hypothesis")
+    line = next(x for x in str(info.value).splitlines() if "reproduce:" in x)
+    assert "--engine hypothesis" in line and "--seed" in line

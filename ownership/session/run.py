@@ -11,7 +11,7 @@ result that says where the run stopped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,10 @@ class Outcome:
     @property
     def exit_code(self) -> ExitCode:
         return self.result.exit_code
+
+    def reproduce_at(self, spec_path: str) -> str:
+        """The command that reruns this check, naming the spec as ``spec_path`` (a test's relative path)."""
+        return reproduce_line(spec_path, self.spec, self.params, self.settings, self.results)
 
     @property
     def stopped_in_setup(self) -> bool:
@@ -163,12 +167,10 @@ def _finish(spec: Spec, path: Path, settings: Settings, params: dict[str, int], 
             out_dir: Path | None, outputs: bool) -> Outcome:
     """Judge, relate, explain and write: the stages after the engines."""
     from ownership.engines import relate
-    from ownership.render.text import reproduce_command
 
     result = results[0]
     relations = tuple((other, *relate(result, other)) for other in results[1:])
-    drawn = next((r.options.get("seed") for r in results if r.sampled), None)
-    reproduce = reproduce_command(str(path), params, spec.default_params(), settings.reproduce_flags(drawn))
+    reproduce = reproduce_line(str(path), spec, params, settings, results)
     explanation = explain(spec, result, settings) if outputs and settings.explain and result.trace is not None else ()
     trace_dir: Path | None = None
     files: tuple[Path, ...] = ()
@@ -180,6 +182,15 @@ def _finish(spec: Spec, path: Path, settings: Settings, params: dict[str, int], 
     return Outcome(spec, path, settings, params, results, relations,
                    judge(spec.expect, result) if spec.expect is not None else None,
                    explanation, trace_dir, files, error, reproduce)
+
+
+def reproduce_line(spec_path: str, spec: Spec, params: Mapping[str, int], settings: Settings,
+                   results: Sequence[CheckResult]) -> str:
+    """The one command that reruns a check: its parameters, its flags, and the seed a random engine drew."""
+    from ownership.render.text import reproduce_command
+
+    drawn = next((r.options.get("seed") for r in results if r.sampled), None)
+    return reproduce_command(spec_path, params, spec.default_params(), settings.reproduce_flags(drawn))
 
 
 def write_trace(trace: Trace, folder: Path, formats: Sequence[str]) -> tuple[tuple[Path, ...], OwnershipError | None]:

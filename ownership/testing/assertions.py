@@ -73,8 +73,14 @@ def check_outcome(
     return session.check(Path(path) if path is not None else None, settings, spec=the_spec, outputs=False)
 
 
-def failure_report(result: CheckResult, spec: Spec, spec_path: str | None = None) -> list[str]:
-    """The lines ``ownership check`` prints for ``result`` (verdict, coverage, trace table) and a reproduce line."""
+def failure_report(result: CheckResult, spec: Spec, spec_path: str | None = None,
+                   reproduce: str | None = None) -> list[str]:
+    """The lines ``ownership check`` prints for ``result`` (verdict, coverage, trace table) and a reproduce line.
+
+    ``reproduce`` is the session's command (:meth:`Outcome.reproduce_at`), which
+    carries every flag and a random engine's seed; without it the line is built
+    from the engine and parameters alone.
+    """
     from ownership.render.text import reproduce_command, result_report
 
     doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
@@ -84,11 +90,17 @@ def failure_report(result: CheckResult, spec: Spec, spec_path: str | None = None
         ghosts=[v.name for v in spec.vars.values() if v.ghost],
         derived=spec.derived_values.values(),
     )
-    if spec_path is not None:
+    if reproduce is None and spec_path is not None:
         flags = ["--engine", result.engine] if result.engine != "explore" else []
         params = {k: v for k, v in result.params.items() if isinstance(v, int)}
-        lines.append("  reproduce: " + reproduce_command(spec_path, params, spec.default_params(), flags))
+        reproduce = reproduce_command(spec_path, params, spec.default_params(), flags)
+    if reproduce is not None:
+        lines.append("  reproduce: " + reproduce)
     return lines
+
+
+def _reproduce(outcome: Outcome, path: str | None) -> str | None:
+    return outcome.reproduce_at(path) if path is not None and not outcome.stopped_in_setup else None
 
 
 def assert_safe(spec: Spec | str | Path, engine: str = "explore", **params: int) -> CheckResult:
@@ -100,12 +112,13 @@ def assert_safe(spec: Spec | str | Path, engine: str = "explore", **params: int)
     table.  Returns the result (its coverage, statistics).
     """
     the_spec, path = _spec(spec)
-    result = run_check(the_spec, engine, params)
+    outcome = check_outcome(the_spec, engine, params)
+    result = outcome.result
     verdict = judge(Expect(None), result)
     if not verdict.ok:
         head = f"{the_spec.name} is not proved safe by {result.engine}: got {verdict.got}"
         head += f" ({verdict.reason})" if verdict.reason else ""
-        raise AssertionError("\n".join([head, *failure_report(result, the_spec, path)]))
+        raise AssertionError("\n".join([head, *failure_report(result, the_spec, path, _reproduce(outcome, path))]))
     return result
 
 
@@ -116,9 +129,10 @@ def assert_violates(spec: Spec | str | Path, invariant: str, engine: str = "expl
     through the spec.
     """
     the_spec, path = _spec(spec)
-    result = run_check(the_spec, engine, params)
+    outcome = check_outcome(the_spec, engine, params)
+    result = outcome.result
     verdict = judge(Expect(invariant), result)
     if not verdict.ok:
         head = f"{the_spec.name}: expected {verdict.expected} from {result.engine}, got {verdict.got}"
-        raise AssertionError("\n".join([head, *failure_report(result, the_spec, path)]))
+        raise AssertionError("\n".join([head, *failure_report(result, the_spec, path, _reproduce(outcome, path))]))
     return result

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ownership.core.expectation import InvariantOutcome
     from ownership.core.result import CheckResult
     from ownership.lang.model import Spec
+    from ownership.session import Outcome
 
 _IMPORTS_OWNERSHIP = re.compile(rb"^[ \t]*(?:from|import)[ \t]+ownership\b", re.MULTILINE)
 _DEFAULT_ENGINE = "explore"
@@ -151,6 +152,7 @@ class _Run:
     result: CheckResult
     outcomes: dict[str, InvariantOutcome]
     files: tuple[str, ...]
+    session: Outcome
 
 
 class SpecFile(pytest.File):
@@ -196,16 +198,17 @@ class SpecFile(pytest.File):
 
     def _check(self, engine: str) -> _Run:
         from ownership.core.expectation import Status, invariant_outcomes
-        from ownership.testing.assertions import run_check
+        from ownership.testing.assertions import check_outcome
 
         max_seconds = self.config.getoption("ownership_max_seconds")
-        result = run_check(self.spec, engine, max_seconds=max_seconds)
+        session = check_outcome(self.spec, engine, max_seconds=max_seconds)
+        result = session.result
         outcomes = {o.invariant: o for o in invariant_outcomes(result, self.spec.expect)}
         files: tuple[str, ...] = ()
         violated = outcomes.get(result.violated or "")
         if result.trace is not None and violated is not None and violated.status is Status.FAILED:
             files = self._write(result, engine)  # only a failure's trace is worth a file; an expected one is not
-        return _Run(result, outcomes, files)
+        return _Run(result, outcomes, files, session)
 
     def _write(self, result: CheckResult, engine: str) -> tuple[str, ...]:
         """The counterexample's files (a renderer failure keeps the text files and says so)."""
@@ -287,7 +290,9 @@ class SpecItem(pytest.Item):
             f"  expected: {spec.expect.describe()}",
             "",
         ]
-        lines += failure_report(run.result, spec, self._shown_path())
+        shown = self._shown_path()
+        reproduce = None if run.session.stopped_in_setup else run.session.reproduce_at(shown)
+        lines += failure_report(run.result, spec, shown, reproduce)
         if run.files:
             lines += ["", "  files: " + ", ".join(run.files)]
             trace_json = next((f for f in run.files if f.endswith("trace.json")), None)
