@@ -140,24 +140,32 @@ def _quantified_name(dom: Domain, taken: set[str]) -> str:
 def patterns(inst: Instance, act: Action, symmetry: bool, read_vars: set[str]) -> list[Pattern]:
     """Every way ``act`` names a cell of a boolean, integer or enum variable.
 
-    Fully named cells (scalars, fields of the arguments) always; cells with
-    positions no term names only for variables in ``read_vars``.
+    Fully named cells (scalars, fields of the arguments) always; tables over
+    several domains with at least one position named by a term; any other
+    cells only for variables in ``read_vars`` (read by the action).
     """
     ts = terms(inst, act)
+    books = _bookkeeping(inst)
     out: list[Pattern] = []
     for var in inst.spec.vars.values():
         if var.ghost or not isinstance(var.type, BoolType | IntType | Enum):
             continue  # references name elements, which symmetry makes arbitrary
         choices: list[list[Term | int | None]] = []
+        # A table some position of which the action names (``pending[x, p]`` for ``evict(p)``)
+        # is about the acting element even where the code never reads it: that is a missing check.
+        partial = var.name in read_vars or (
+            len(var.index) > 1 and var.name not in books and any(t.domain == d.name for t in ts for d in var.index)
+        )
         for dom in var.index:
             named: list[Term | int | None] = [t for t in ts if t.domain == dom.name]
-            if var.name in read_vars:
+            if partial:
                 if symmetry and dom.symmetric and inst.sizes[dom.name] > 1:
                     named.append(None)  # an element's name is arbitrary here: quantify
                 else:
                     named.extend(range(inst.sizes[dom.name]))
             choices.append(named)
-        combos = list(itertools.islice(itertools.product(*choices), _MAX_PATTERNS + 1))
+        combos = [c for c in itertools.islice(itertools.product(*choices), 4 * _MAX_PATTERNS)
+                  if var.name in read_vars or any(isinstance(p, Term) for p in c) or not c]
         if len(combos) > _MAX_PATTERNS:
             combos = [c for c in combos if all(isinstance(p, Term) for p in c)][:_MAX_PATTERNS]
         for combo in combos:
@@ -211,33 +219,46 @@ def _cell_offsets(inst: Instance, pat: Pattern, state: tuple[Any, ...], t: Trans
     return [lay.offset + sum(i * s for i, s in zip(idx, st, strict=True)) for idx in itertools.product(*ranges)]
 
 
-def pattern_cells(inst: Instance, states: States, pat: Pattern) -> Callable[[Transition], frozenset[int]]:
+Offsets = Callable[[Transition], "list[int] | None"]
+
+
+def offsets(inst: Instance, states: States, pat: Pattern) -> Offsets:
+    """``_cell_offsets`` of ``pat`` on a transition, computed once per transition (conditions test each often)."""
+    memo: dict[int, list[int] | None] = {}
+
+    def of(t: Transition) -> list[int] | None:
+        k = id(t)
+        if k not in memo:
+            memo[k] = _cell_offsets(inst, pat, states[t.src], t)
+        return memo[k]
+
+    return of
+
+
+def pattern_cells(pat: Pattern, offs: Offsets) -> Callable[[Transition], frozenset[int]]:
     """The positions a pattern looks at on a transition, including the reference fields naming it."""
 
     def cells(t: Transition) -> frozenset[int]:
-        offs = _cell_offsets(inst, pat, states[t.src], t) or []
         refs = [c for p in pat.positions if isinstance(p, Term) for c in p.cells(t)]
-        return frozenset(offs) | frozenset(refs)
+        return frozenset(offs(t) or ()) | frozenset(refs)
 
     return cells
 
 
-def _pattern_is(inst: Instance, states: States, pat: Pattern, value: Any) -> Callable[[Transition], bool]:
+def _pattern_is(states: States, offs: Offsets, value: Any) -> Callable[[Transition], bool]:
     def test(t: Transition) -> bool:
         state = states[t.src]
-        offs = _cell_offsets(inst, pat, state, t)
-        return offs is not None and any(state[o] == value for o in offs)
+        o = offs(t)
+        return o is not None and any(state[i] == value for i in o)
 
     return test
 
 
-def _patterns_compare(
-    inst: Instance, states: States, a: Pattern, b: Pattern, fn: Callable[[Any, Any], Any]
-) -> Callable[[Transition], bool]:
+def _patterns_compare(states: States, oa: Offsets, ob: Offsets, fn: Callable[[Any, Any], Any]) -> Callable[[Transition], bool]:
     def test(t: Transition) -> bool:
         state = states[t.src]
-        oa, ob = _cell_offsets(inst, a, state, t), _cell_offsets(inst, b, state, t)
-        return oa is not None and ob is not None and bool(fn(state[oa[0]], state[ob[0]]))
+        a, b = oa(t), ob(t)
+        return a is not None and b is not None and bool(fn(state[a[0]], state[b[0]]))
 
     return test
 
@@ -258,15 +279,28 @@ def _read_beyond_bound(
     Only for those are partly named cells candidates: a table read only at the
     acting elements' own cells says nothing more about other elements.
     """
-    bound = [p for p in patterns(inst, act, symmetry, set()) if p.bound]
     books = _bookkeeping(inst)
-    spans = [(v.name, inst.layouts[v.name].offset, inst.layouts[v.name].offset + inst.layouts[v.name].length)
-             for v in inst.spec.vars.values() if v.index and v.name not in books]
+    owner: dict[int, str] = {}
+    for v in inst.spec.vars.values():
+        if v.index and v.name not in books:
+            lay = inst.layouts[v.name]
+            owner.update((o, v.name) for o in range(lay.offset, lay.offset + lay.length))
+    tables = set(owner.values())
+    bound: dict[str, list[Offsets]] = {}
+    for p in patterns(inst, act, symmetry, set()):
+        if p.bound and p.var.name in tables:
+            bound.setdefault(p.var.name, []).append(offsets(inst, states, p))
     out: set[str] = set()
     for t in ts:
-        named = set().union(*(pattern_cells(inst, states, p)(t) for p in bound)) if bound else set()
-        extra = reads_of.get(id(t), frozenset()) - named
-        out.update(name for name, lo, hi in spans if any(lo <= o < hi for o in extra))
+        by_var: dict[str, set[int]] = {}
+        for o in reads_of.get(id(t), frozenset()):
+            name = owner.get(o)
+            if name is not None and name not in out:
+                by_var.setdefault(name, set()).add(o)
+        for name, read in by_var.items():
+            named = {o for of in bound.get(name, ()) for o in of(t) or ()}
+            if read - named:
+                out.add(name)
     return out
 
 
@@ -296,11 +330,14 @@ def candidate_conditions(
                 keep(Atom(f"{arg_names[j]} = {value}", f"{arg_names[j]} = {value}", "argument", (), _arg_is(j, value)))
     read = _read_beyond_bound(inst, act, states, [trans[i] for i in ts], reads_of or {}, symmetry)
     pats = patterns(inst, act, symmetry, read)
+    offs_of = {id(p): offsets(inst, states, p) for p in pats}
     for pat in pats:
+        offs = offs_of[id(pat)]
         seen: set[Any] = set()
         for i in ts:
-            offs = _cell_offsets(inst, pat, states[trans[i].src], trans[i])
-            seen.update(states[trans[i].src][o] for o in offs or ())
+            seen.update(states[trans[i].src][o] for o in offs(trans[i]) or ())
+        if pat.quantifier and isinstance(pat.var.type, BoolType):
+            seen &= {True}  # "some x is set" is what a guard says; "some x is not" rarely is
         for value in sorted(seen, key=repr):
             shown = _show(inst, pat.var.type, value)
             keep(Atom(
@@ -308,22 +345,23 @@ def candidate_conditions(
                 f"{pat.text} = {shown}{pat.quantifier}",
                 "state",
                 (pat.var.name,),
-                _pattern_is(inst, states, pat, value),
-                cells=pattern_cells(inst, states, pat),
+                _pattern_is(states, offs, value),
+                cells=pattern_cells(pat, offs),
             ))
     # Orders between two integer cells of the same elements (``kv_tokens[r] < d_input_len[r]``).
     ints = [p for p in pats if isinstance(p.var.type, IntType) and p.bound]
     for a, b in itertools.combinations(ints, 2):
         if a.positions != b.positions:
             continue
-        ca, cb = pattern_cells(inst, states, a), pattern_cells(inst, states, b)
+        oa, ob = offs_of[id(a)], offs_of[id(b)]
+        ca, cb = pattern_cells(a, oa), pattern_cells(b, ob)
         for op, fn in (("<", operator.lt), (">", operator.gt), ("=", operator.eq), ("!=", operator.ne)):
             # "x > y" is written "y < x": every comparison reads smaller-first.
             text = f"{b.text} < {a.text}" if op == ">" else f"{a.text} {op} {b.text}"
             key = f"{b.key} < {a.key}" if op == ">" else f"{a.key} {op} {b.key}"
             keep(Atom(
                 key, text, "state", (a.var.name, b.var.name),
-                _patterns_compare(inst, states, a, b, fn),
+                _patterns_compare(states, oa, ob, fn),
                 ordering=op in ("<", ">"),
                 cells=lambda t, ca=ca, cb=cb: ca(t) | cb(t),  # type: ignore[misc]
             ))

@@ -104,11 +104,10 @@ class Diagnosis:
         """The necessary actions, the step most likely to be the place to fix first.
 
         Every necessary action's conditions, made a guard, remove every
-        violation of the graph; they differ in what else they remove.  First
-        the actions running under a condition no step reads (a missing
-        check, in path order), then those whose steps give up pages (where a use-after-free
-        is made, not where it shows), then the fewest other states lost, then
-        path order.
+        violation of the graph; they differ in what else they remove and in
+        where the mistake is made (see :func:`~.wording.rank`): a step that
+        gives pages up although it reads the hazard, then missing checks, then
+        steps that give pages up, then the fewest other states lost.
         """
         by_name = {a.action: a for a in self.necessary}
         ranked = [by_name[n] for n in self.fix_order if n in by_name]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ownership.analysis.explain.conditions import Atom, candidate_conditions, pattern_cells, patterns
+from ownership.analysis.explain.conditions import Atom, candidate_conditions, offsets, pattern_cells, patterns
 from ownership.analysis.explain.diagnosis import DiagnoseOptions, Diagnosis
 from ownership.analysis.explain.graph import Cutter, StateGraph, Transition, build_graph
 from ownership.analysis.explain.trace import trace_run
@@ -122,7 +122,7 @@ def _necessary(graph: StateGraph, cutter: Cutter, act: Action, ts: list[int], op
 
     # Fields of the acting elements (fully named cells) the action read on its violating-path steps.
     read = {p.var.name for p in patterns(graph.inst, act, options.symmetry, set()) if p.bound
-            and any(pattern_cells(graph.inst, graph.states, p)(t) & read_cells for t in path_ts)}
+            and any(pattern_cells(p, offsets(graph.inst, graph.states, p))(t) & read_cells for t in path_ts)}
     return Found(
         act, ts, len(relevant_ts), depth,
         calls[0][0] if calls else [],

@@ -124,20 +124,33 @@ def rank(actions: tuple[NecessaryAction, ...]) -> tuple[str, ...]:
     """The necessary actions' names, most likely fix point first (see :attr:`Diagnosis.fix_points`).
 
     Every necessary action's conditions, as a guard, cut every violation off
-    the graph, so the order says which cut is the better fix: a condition no
-    step reads is a missing check; a step that gives pages up is where a page
-    goes wrong (the later read or write only shows it); and a check that
-    takes less of the protocol's other behaviour away (fewer lost states) is
-    the narrower fix.  Missing checks keep path order among themselves; other ties too.
+    the graph, so the order says which cut is the better fix:
+
+    1. a step that gives pages up while its code reads a condition that is a
+       missing check elsewhere: the code had the information and released
+       anyway (an abort frees pages an RDMA write still fills);
+    2. a missing check, in path order: a condition no step reads;
+    3. a step that gives pages up: where a page goes wrong (the later read or
+       write only shows it);
+    4. the fewest other states lost by the check: the narrower fix.
+
+    Ties keep path order.
     """
     order = {a.action: i for i, a in enumerate(actions)}
-    def key(a: NecessaryAction) -> tuple[int, int, int, int]:
-        if a.first_unchecked:  # missing checks keep their path order, as the explanation lists them
-            return (0, 0, 0, order[a.action])
-        return (1, not a.releases, a.collateral, order[a.action])
+    missing = {c.key for a in actions for c in a.first_unchecked}
 
-    ranked = sorted(actions, key=key)
-    return tuple(a.action for a in ranked)
+    def knows(a: NecessaryAction) -> bool:
+        conds = [*a.conditions, *(c for call in a.other_calls for c in call)]
+        return a.releases and any(c.key in missing and not c.unchecked for c in conds)
+
+    def key(a: NecessaryAction) -> tuple[int, int, int, int]:
+        if knows(a):
+            return (0, 0, 0, order[a.action])
+        if a.first_unchecked:  # missing checks keep their path order, as the explanation lists them
+            return (1, 0, 0, order[a.action])
+        return (2, not a.releases, a.collateral, order[a.action])
+
+    return tuple(a.action for a in sorted(actions, key=key))
 
 
 def _shorten(conditions: list[Condition]) -> tuple[Condition, ...]:
