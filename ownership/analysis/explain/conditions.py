@@ -341,7 +341,7 @@ def candidate_conditions(
         for value in sorted(seen, key=repr):
             shown = _show(inst, pat.var.type, value)
             keep(Atom(
-                f"{pat.key} = {shown}{pat.quantifier and ' (some)'}",
+                f"{pat.key} = {shown}",
                 f"{pat.text} = {shown}{pat.quantifier}",
                 "state",
                 (pat.var.name,),
