@@ -176,6 +176,8 @@ def test_corpus_double_free_blames_the_abort_branch() -> None:
     d = diagnose(instance("toy_double_free"), "no_double_ownership")
     inst = instance("toy_double_free")
     assert {a.action for a in d.necessary} == necessary_by_graph(inst, "no_double_ownership")
+    # Its docstring names the bug: the abort path, which frees by writing the free counts itself.
+    assert d.fix_points[0].action == "abort_after_finish"
     abort = next(a for a in d.necessary if a.action == "abort_after_finish")
     line = line_of(CORPUS / "toy_double_free.py", "if s.kv_content[p] == r")
     assert any(c.kind == "branch" and c.line == line and c.text.endswith("is true") for c in abort.conditions)
@@ -336,6 +338,7 @@ FIX_PAIRS = [
                  marks=pytest.mark.slow),  # the fast set checks it on the module's diagnosis (below)
     # The fix replaces the helper lock_handle, which prefill and finish call.
     ("radix_lock_skips_leaf_buggy", "radix_lock_skips_leaf_fixed", {"prefill", "finish"}),
+    ("../docs/examples/paged_alloc", "../docs/examples/paged_alloc_fixed", {"client_abort"}),
 ]
 
 

@@ -139,10 +139,26 @@ _RELEASE = frozenset({"free", "decref", "demote", "publish", "evict"})
 
 
 def _releases(graph: StateGraph, ts: list[Transition]) -> bool:
-    """Whether re-running any of ``ts`` (with events recorded) gives pages up."""
-    with graph.inst.mode(recording=True):
+    """Whether any of ``ts`` gives pages up: a release event when re-run, or a page's free count going up.
+
+    The count covers spec code that returns pages by writing the pool's
+    cells itself, without the vocabulary's ``free`` (and so without events).
+    """
+    inst = graph.inst
+    own = inst.spec.extensions.get("ownership")
+    free_cells = [
+        o
+        for pool in getattr(own, "pools", ())
+        if isinstance(getattr(pool, "free_var", None), str) and pool.free_var in inst.layouts
+        for lay in (inst.layouts[pool.free_var],)
+        for o in range(lay.offset, lay.offset + lay.length)
+    ]
+    with inst.mode(recording=True):
         for t in ts:
-            succ = graph.inst.run_with_picks(graph.states[t.src], t.ai, t.picks)
+            before, after = graph.states[t.src], graph.states[t.dst]
+            if any(isinstance(after[o], int) and isinstance(before[o], int) and after[o] > before[o] for o in free_cells):
+                return True
+            succ = inst.run_with_picks(before, t.ai, t.picks)
             if succ is not None and any(e.KIND in _RELEASE for e in succ.events):
                 return True
     return False
