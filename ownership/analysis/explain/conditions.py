@@ -4,11 +4,11 @@ A cell is named the way the action's code can name it: ``kv_tokens[r]``
 (indexed by an argument), ``pending[r, p]`` (a table over two domains, both
 positions given by arguments), ``rdma_pending[owner[h], p]`` (a position given
 by a reference field of an argument), ``x`` (a scalar, so an action without
-arguments still has conditions).  Positions no argument names are either a
-concrete element (``pending[A, p]``), when the element's name means the same
-in every state of the graph (its domain is not reduced by symmetry), or
-quantified (``pending[x, p] = yes for some x in Req``), which every
-permutation of the elements preserves.  Those partly named cells are only
+arguments still has conditions).  A position no argument names is a
+concrete element (``pending[A, p]``) when the element's name means the same
+in every state of the graph (its domain is not reduced by symmetry), and
+quantified (``pending[x, p] = yes for some x in Req``, which every
+permutation of the elements preserves) when the domain has several.  Those partly named cells are only
 considered for tables the action reads.
 """
 
@@ -159,10 +159,13 @@ def patterns(inst: Instance, act: Action, symmetry: bool, read_vars: set[str]) -
         for dom in var.index:
             named: list[Term | int | None] = [t for t in ts if t.domain == dom.name]
             if partial:
-                if symmetry and dom.symmetric and inst.sizes[dom.name] > 1:
-                    named.append(None)  # an element's name is arbitrary here: quantify
-                else:
-                    named.extend(range(inst.sizes[dom.name]))
+                size = inst.sizes[dom.name]
+                # An element's name means the same in every state unless symmetry permutes it.
+                stable = size == 1 or not (symmetry and dom.symmetric)
+                if stable and (size == 1 or var.name in read_vars):  # unread: "for some" says it all
+                    named.extend(range(size))
+                if size > 1:
+                    named.append(None)  # "for some": true of every permutation, so always meaningful
             choices.append(named)
         combos = [c for c in itertools.islice(itertools.product(*choices), 4 * _MAX_PATTERNS)
                   if var.name in read_vars or any(isinstance(p, Term) for p in c) or not c]
