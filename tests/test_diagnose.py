@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from conftest import CORPUS, ROOT, SPECS, instance
 from ownership import require
-from ownership.analysis.explain.diagnosis import DiagnoseOptions
+from ownership.analysis.explain.diagnosis import DiagnoseOptions, NecessaryAction
 from ownership.analysis.explain.necessary import diagnose
 from ownership.cli import app
 from ownership.core.result import Verdict
@@ -176,6 +176,8 @@ def test_corpus_double_free_blames_the_abort_branch() -> None:
     d = diagnose(instance("toy_double_free"), "no_double_ownership")
     inst = instance("toy_double_free")
     assert {a.action for a in d.necessary} == necessary_by_graph(inst, "no_double_ownership")
+    # Its docstring names the bug: the abort path, which frees by writing the free counts itself.
+    assert d.fix_points[0].action == "abort_after_finish"
     abort = next(a for a in d.necessary if a.action == "abort_after_finish")
     line = line_of(CORPUS / "toy_double_free.py", "if s.kv_content[p] == r")
     assert any(c.kind == "branch" and c.line == line and c.text.endswith("is true") for c in abort.conditions)
@@ -210,3 +212,161 @@ def test_bounded_explanation_says_it_holds_within_the_bound_only() -> None:
     text = " ".join(" ".join(lines).split())
     assert "the first 300 states only" in text and "explored bound only" in text
     assert "no state violating no_foreign_read within the explored graph" in text
+
+
+# -- conditions beyond the acting request ---------------------------------------------------
+EXPLAIN = ROOT / "tests" / "explain"
+
+
+def _explained(name: str, invariant: str, symmetry: bool = True, **params: int) -> dict[str, NecessaryAction]:
+    d = diagnose(Instance(load_spec(EXPLAIN / f"{name}.py"), params), invariant, DiagnoseOptions(symmetry=symmetry))
+    assert d.complete and d.violating_states > 0
+    return {a.action: a for a in d.necessary}
+
+
+def _texts(a: NecessaryAction) -> list[str]:
+    return [c.text for c in a.conditions]
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_a_page_argument_and_a_two_domain_table_are_named_as_the_spec_names_them(symmetry: bool) -> None:
+    # evict(p) never looks at pending[·, p]; every path evicts a page a write is still pending into.
+    # Without symmetry reduction element names are stable, but "some request" is still what holds.
+    found = _explained("evict_pending", "no_corrupt_page", symmetry)
+    assert set(found) == {"post", "evict", "land"}
+    assert "pending[r, p] = yes for some r in Req" in _texts(found["evict"])
+    assert "pending[r, p] = no" in _texts(found["post"])  # both positions named by post's own arguments
+    assert "cached[p] = no" in _texts(found["land"])
+
+
+def test_a_single_element_is_named_concretely() -> None:
+    # With one request, "some request" is request A: the cell is named like the trace names it.
+    found = _explained("evict_pending", "no_corrupt_page", requests=1)
+    assert "pending[A, p] = yes" in _texts(found["evict"])
+
+
+def test_the_stated_condition_on_the_page_argument_is_a_fix() -> None:
+    # The condition reported at evict(p), made a guard, removes every violation.
+    base = load_spec(EXPLAIN / "evict_pending.py")
+    patched = base.derive("evict_pending_guarded")
+    Page = base.domains["Page"]
+    Req = base.domains["Req"]
+
+    def evict(s, p):  # type: ignore[no-untyped-def]
+        require(not any(s.pending[r, p] for r in s.all(Req)))
+        require(s.cached[p])
+        s.cached[p] = False
+
+    evict.__annotations__ = {"p": Page}
+    patched.replace(evict)
+    result = explore(Instance(patched), ExploreOptions(invariants=("no_corrupt_page",)))
+    assert result.verdict is Verdict.PROVED, result.coverage()
+
+
+def test_a_handle_argument_names_the_page_through_its_reference_field() -> None:
+    found = _explained("land_handle", "no_corrupt_page")
+    assert "cached[h_page[h]] = no" in _texts(found["land"])
+
+
+def test_an_action_without_arguments_gets_conditions_on_scalars() -> None:
+    d = diagnose(Instance(load_spec(EXPLAIN / "tick_twice.py")), "never_armed_at_two")
+    (tick,) = d.necessary
+    assert tick.signature == "tick()"
+    assert "x = 0" in _texts(tick)
+    text = " ".join(" ".join(explain_report(d)).split())
+    assert "every path to never_armed_at_two passes through: tick() with x = 0" in text
+
+
+# -- one conjunction per step ---------------------------------------------------------------
+def _check_conjunctions(inst: Instance, invariant: str) -> list[tuple[str, list[list[str]]]]:
+    """Every conjunction the diagnosis shows holds together on some step, and still blocks every path."""
+    from ownership.analysis.explain.graph import Cutter, build_graph
+    from ownership.analysis.explain.necessary import _necessary
+
+    options = DiagnoseOptions()
+    graph = build_graph(inst, invariant, options)
+    cutter = Cutter(graph)
+    by_name: dict[str, list[int]] = {}
+    for i, t in enumerate(graph.trans):
+        by_name.setdefault(t.ai.action.name, []).append(i)
+    out = []
+    for name, ts in by_name.items():
+        if cutter.reachable_without(set(ts)):
+            continue
+        f = _necessary(graph, cutter, inst.spec.actions[name], ts, options)
+        groups = [f.chosen] + [c for c, _ in f.other_calls]
+        for group in groups:
+            both = frozenset(ts)
+            for _atom, blocked in group:
+                both &= blocked
+            assert both, f"{name}: {[a.text for a, _ in group]} never hold on one step"
+            assert not cutter.reachable_without(set(both)), f"{name}: {[a.text for a, _ in group]} is no cut"
+        out.append((name, [[a.text for a, _ in g] for g in groups]))
+    return out
+
+
+@pytest.mark.parametrize(("name", "invariant"), [("tick_twice", "never_armed_at_two"), ("two_sizes", "total_below_three")])
+def test_conditions_of_two_steps_of_one_action_are_never_one_conjunction(name: str, invariant: str) -> None:
+    inst = Instance(load_spec(EXPLAIN / f"{name}.py"))
+    shown = dict(_check_conjunctions(inst, invariant))
+    d = diagnose(inst, invariant)
+    (a,) = d.necessary
+    # Every path takes the action twice; the second step is described on its own.
+    assert len(a.other_calls) == 1
+    for group in (a.conditions, *a.other_calls):
+        texts = [c.text for c in group]
+        branch_lines = [c.line for c in group if c.kind == "branch"]
+        assert len(branch_lines) == len(set(branch_lines)), texts  # never "line L is true" and "is false"
+        assert not {"n = 1", "n = 2"} <= set(texts) and not {"x = 0", "x = 1"} <= set(texts), texts
+    assert len(shown[a.action]) == 2
+
+
+@pytest.mark.slow
+def test_v21_conjunctions_hold_together() -> None:
+    _check_conjunctions(instance("sglang_disagg_v0_5_21"), "no_foreign_read")
+
+
+# -- the fix point first --------------------------------------------------------------------
+# Each library spec with a bug, its fix, and the actions the fix changes (read from the diff;
+# cross-checked below against the loaded specs).  The one-action fixes are the core of the table.
+FIX_PAIRS = [
+    ("sglang_hicache_demote_without_copy_buggy", "sglang_hicache_demote_without_copy_fixed", {"evict_device_leaf"}),
+    ("sglang_pd_abort_inflight_buggy", "sglang_pd_abort_inflight_fixed", {"decode_pop_transferred"}),
+    ("tgi_prefix_published_before_write_buggy", "tgi_prefix_published_before_write_fixed", {"next_batch_below_min_size"}),
+    ("vllm_async_sched_inflight_step_buggy", "vllm_async_sched_inflight_step_fixed", {"finish_or_preempt", "update_from_output"}),
+    ("vllm_fork_double_free_buggy", "vllm_fork_double_free_fixed", {"fork", "free"}),
+    pytest.param("sglang_disagg_v0_5_21", "sglang_disagg_v0_5_22",
+                 {"decode_pop_preallocated", "prefill_pop_bootstrapped", "decode_pop_transferred"},
+                 marks=pytest.mark.slow),  # the fast set checks it on the module's diagnosis (below)
+    # The fix replaces the helper lock_handle, which prefill and finish call.
+    ("radix_lock_skips_leaf_buggy", "radix_lock_skips_leaf_fixed", {"prefill", "finish"}),
+    ("../docs/examples/paged_alloc", "../docs/examples/paged_alloc_fixed", {"client_abort"}),
+]
+
+
+def _source(fn) -> str:  # type: ignore[no-untyped-def]
+    import inspect
+
+    return inspect.getsource(fn)
+
+
+@pytest.mark.parametrize(("buggy", "fixed", "changed"), FIX_PAIRS)
+def test_the_action_the_fix_changes_is_ranked_first(buggy: str, fixed: str, changed: set[str]) -> None:
+    bug, fix = load_spec(SPECS / f"{buggy}.py"), load_spec(SPECS / f"{fixed}.py")
+    replaced_helpers = [h for h in fix.helpers if h in bug.helpers and _source(fix.helpers[h]) != _source(bug.helpers[h])]
+    for name in changed:  # the table says what the diff says
+        calls_replaced = any(f"{h}(" in _source(bug.actions[name].fn) for h in replaced_helpers)
+        assert _source(fix.actions[name].fn) != _source(bug.actions[name].fn) or calls_replaced, name
+    result = explore(Instance(bug))
+    assert result.trace is not None and result.violated in bug.invariants
+    d = diagnose(Instance(bug, dict(result.trace.params)), result.violated)
+    ranked = [a.action for a in d.fix_points]
+    assert sorted(ranked) == sorted(a.action for a in d.necessary)  # a ranking of the same actions
+    assert ranked[0] in changed, ranked
+
+
+def test_v21_ranks_admission_first(v21) -> None:
+    # The upstream fix changed admission, the prefill pop and the commit; admission is the first missing check.
+    assert [a.action for a in v21.fix_points][:2] == ["decode_pop_preallocated", "decode_pop_transferred"]
+    # Path order is kept where the explanation lists it.
+    assert [a.depth for a in v21.necessary] == sorted(a.depth for a in v21.necessary)

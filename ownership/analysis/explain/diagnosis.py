@@ -60,6 +60,16 @@ class NecessaryAction:
     """The narrowest conjunction of necessary conditions (may be empty)."""
     first_unchecked: tuple[Condition, ...] = ()
     """Conditions unchecked here and not already necessary and unchecked at an earlier necessary action."""
+    other_calls: tuple[tuple[Condition, ...], ...] = ()
+    """When every path takes the action more than once: the conjunction of each further step it must take.
+
+    Each is necessary on its own, and none holds together with ``conditions``
+    (``x = 1`` on one step, ``x = 2`` on another), so they are never one conjunction.
+    """
+    releases: bool = False
+    """Its steps on the violating paths give pages up (free, decref, demote, publish, evict)."""
+    collateral: int = 0
+    """States that are not violating and become unreachable when a check blocks the steps ``conditions`` match."""
 
 
 @dataclass(frozen=True)
@@ -78,14 +88,30 @@ class Diagnosis:
     symmetry: bool
     necessary: tuple[NecessaryAction, ...]
     """In path order (earliest first)."""
+    fix_order: tuple[str, ...] = ()
+    """The necessary actions' names, most likely fix point first (see :attr:`fix_points`)."""
     cuts: tuple[tuple[str, str], ...] = ()
     """Minimal pairs of action names, when no single action is necessary."""
     initial_violates: bool = False
 
     @property
     def missing_checks(self) -> tuple[NecessaryAction, ...]:
-        """The necessary actions that are the first to run under an unchecked condition."""
+        """The necessary actions that are the first to run under an unchecked condition (path order)."""
         return tuple(a for a in self.necessary if a.first_unchecked)
+
+    @property
+    def fix_points(self) -> tuple[NecessaryAction, ...]:
+        """The necessary actions, the step most likely to be the place to fix first.
+
+        Every necessary action's conditions, made a guard, remove every
+        violation of the graph; they differ in what else they remove and in
+        where the mistake is made (see :func:`~.wording.rank`): a step that
+        gives pages up although it reads the hazard, then missing checks, then
+        steps that give pages up, then the fewest other states lost.
+        """
+        by_name = {a.action: a for a in self.necessary}
+        ranked = [by_name[n] for n in self.fix_order if n in by_name]
+        return tuple(ranked + [a for a in self.necessary if a not in ranked])
 
     def coverage(self) -> str:
         """What the diagnosis was computed over, in one clause."""

@@ -118,3 +118,18 @@ class Cutter:
         hidden = [(u, v) for u, v, ts in self.edges if ts <= blocked]
         view = self.nx.restricted_view(self.h, [], hidden)
         return bool(self.nx.has_path(view, 0, SINK))
+
+
+def lost_states(graph: StateGraph, blocked: set[int]) -> int:
+    """Non-violating states no longer reachable from the initial state once ``blocked`` transitions are removed.
+
+    What a check that blocks those steps costs besides the violations: the
+    behaviour of the protocol it takes away.
+    """
+    import networkx as nx
+
+    hidden = [(t.src, t.dst) for i, t in enumerate(graph.trans)
+              if i in blocked and set(graph.g.edges[t.src, t.dst]["t"]) <= blocked]
+    view = nx.restricted_view(graph.g, [], hidden)
+    reach = nx.descendants(view, 0) | {0}
+    return sum(1 for n in range(len(graph.states)) if n not in graph.bad and n not in reach)

@@ -6,14 +6,13 @@ import ast
 import inspect
 import sys
 import textwrap
-from collections.abc import Iterable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
-from ownership.analysis.explain.graph import StateGraph, Transition
+from ownership.analysis.explain.graph import Transition
 from ownership.errors import Code, OwnershipError
-from ownership.lang.declarations import Action, Domain
+from ownership.lang.declarations import Action
 from ownership.lang.instance import Instance
 
 
@@ -71,18 +70,3 @@ def trace_run(inst: Instance, t: Transition, state: tuple[Any, ...]) -> tuple[fr
     if sc is None:  # pragma: no cover - the graph's own transition always re-runs
         raise OwnershipError(Code.INTERNAL_REPLAY, f"transition {t.ai.label} does not re-run", inst.spec.file)
     return frozenset(executed), frozenset(reads)
-
-
-def fields_read(graph: StateGraph, ts: Iterable[Transition], reads_of: dict[int, frozenset[int]]) -> set[str]:
-    """Names of the acting element's fields the action read on any of ``ts``."""
-    inst = graph.inst
-    out: set[str] = set()
-    for t in ts:
-        for var in inst.spec.vars.values():
-            if len(var.index) != 1:
-                continue
-            off = inst.layouts[var.name].offset
-            for j, dom in enumerate(t.ai.action.arg_domains):
-                if isinstance(dom, Domain) and var.index[0] is dom and off + t.ai.args[j] in reads_of[id(t)]:
-                    out.add(var.name)
-    return out

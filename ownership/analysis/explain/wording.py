@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from ownership.analysis.explain.conditions import Atom
 from ownership.analysis.explain.diagnosis import Condition, NecessaryAction
-from ownership.analysis.explain.graph import StateGraph
+from ownership.analysis.explain.graph import StateGraph, lost_states
 from ownership.lang.declarations import Action
+from ownership.lang.model import Spec
 
 _MAX_CONDITIONS = 6  # conditions shown per action: the narrowest description, not every synonym
 
@@ -39,7 +40,15 @@ class Found:
     chosen: list[tuple[Atom, frozenset[int]]]
     """The narrowest necessary conjunction, then weaker necessary comparisons."""
     read: set[str]
-    """Fields of the acting element the action read on its violating-path steps."""
+    """Fields of the acting elements the action read on its violating-path steps."""
+    unread: set[str]
+    """Texts of the conditions in ``chosen`` none of whose cells the action read on the steps they describe."""
+    other_calls: list[tuple[list[tuple[Atom, frozenset[int]]], set[str]]]
+    """Further steps every path also takes, each with its own conjunction (and its unread texts)."""
+    steps: frozenset[int]
+    """The transitions ``chosen`` matches (all of ``ts`` when it is empty)."""
+    releases: bool = False
+    """Some of those steps on a violating path give pages up."""
 
 
 def describe(graph: StateGraph, found: list[Found]) -> tuple[NecessaryAction, ...]:
@@ -56,28 +65,8 @@ def describe(graph: StateGraph, found: list[Found]) -> tuple[NecessaryAction, ..
     seen: set[frozenset[str]] = set()
     out: list[NecessaryAction] = []
     for f in found:
-        branch_sets = {b for a, b in f.chosen if a.kind == "branch"}
-        conditions: list[Condition] = []
-        for atom, blocked in f.chosen:
-            unchecked = (
-                bool(atom.fields)
-                and not set(atom.fields) & f.read
-                and not set(atom.fields) <= read_anywhere
-                and blocked not in branch_sets
-            )
-            conditions.append(
-                Condition(
-                    key=atom.key,
-                    text=atom.text,
-                    kind=atom.kind,
-                    fields=atom.fields,
-                    doc=spec.vars[atom.fields[0]].doc if atom.fields else "",
-                    line=atom.line,
-                    source=atom.source,
-                    unchecked=unchecked,
-                    matching=len(blocked),
-                )
-            )
+        conditions = _conditions(spec, f.chosen, f.unread, read_anywhere)
+        others = tuple(_shorten(_conditions(spec, c, unread, read_anywhere)) for c, unread in f.other_calls)
         # Once per set of fields: the first action whose step depends on nobody reading them.
         first = tuple(c for c in conditions if c.unchecked and frozenset(c.fields) not in seen)
         seen.update(frozenset(c.fields) for c in conditions if c.unchecked)
@@ -95,9 +84,73 @@ def describe(graph: StateGraph, found: list[Found]) -> tuple[NecessaryAction, ..
                 on_violating_paths=f.relevant,
                 conditions=_shorten(conditions),
                 first_unchecked=first,
+                other_calls=others,
+                releases=f.releases,
+                collateral=lost_states(graph, set(f.steps)),
             )
         )
     return tuple(out)
+
+
+def _conditions(spec: Spec, chosen: list[tuple[Atom, frozenset[int]]], unread: set[str],
+                read_anywhere: set[str]) -> list[Condition]:
+    """One conjunction written out; a condition is unchecked when nothing on the way reads its fields."""
+    branch_sets = {b for a, b in chosen if a.kind == "branch"}
+    out: list[Condition] = []
+    for atom, blocked in chosen:
+        unchecked = (
+            bool(atom.fields)
+            and atom.text in unread
+            and not set(atom.fields) <= read_anywhere
+            and blocked not in branch_sets
+        )
+        out.append(
+            Condition(
+                key=atom.key,
+                text=atom.text,
+                kind=atom.kind,
+                fields=atom.fields,
+                doc=spec.vars[atom.fields[0]].doc if atom.fields else "",
+                line=atom.line,
+                source=atom.source,
+                unchecked=unchecked,
+                matching=len(blocked),
+            )
+        )
+    return out
+
+
+def rank(actions: tuple[NecessaryAction, ...]) -> tuple[str, ...]:
+    """The necessary actions' names, most likely fix point first (see :attr:`Diagnosis.fix_points`).
+
+    Every necessary action's conditions, as a guard, cut every violation off
+    the graph, so the order says which cut is the better fix:
+
+    1. a step that gives pages up while its code reads a condition that is a
+       missing check elsewhere: the code had the information and released
+       anyway (an abort frees pages an RDMA write still fills);
+    2. a missing check, in path order: a condition no step reads;
+    3. a step that gives pages up: where a page goes wrong (the later read or
+       write only shows it);
+    4. the fewest other states lost by the check: the narrower fix.
+
+    Ties keep path order.
+    """
+    order = {a.action: i for i, a in enumerate(actions)}
+    missing = {c.key for a in actions for c in a.first_unchecked}
+
+    def knows(a: NecessaryAction) -> bool:
+        conds = [*a.conditions, *(c for call in a.other_calls for c in call)]
+        return a.releases and any(c.key in missing and not c.unchecked for c in conds)
+
+    def key(a: NecessaryAction) -> tuple[int, int, int, int]:
+        if knows(a):
+            return (0, 0, 0, order[a.action])
+        if a.first_unchecked:  # missing checks keep their path order, as the explanation lists them
+            return (1, 0, 0, order[a.action])
+        return (2, not a.releases, a.collateral, order[a.action])
+
+    return tuple(a.action for a in sorted(actions, key=key))
 
 
 def _shorten(conditions: list[Condition]) -> tuple[Condition, ...]:
