@@ -70,7 +70,7 @@ def test_max_seconds_holds_inside_one_wide_expansion(wide: Path, tmp_path: Path)
     took = time.monotonic() - started
     assert res.exit_code == 3, res.output
     assert took < UPPER_BOUND, f"--max-seconds 2 took {took:.1f}s"
-    assert res.output.startswith("UNKNOWN  wide_fork (explore)")
+    assert res.stdout.startswith("UNKNOWN  wide_fork (explore)")
     assert "reached the time limit" in res.output
     assert "distinct states" in res.output and "every interleaving of up to 0 steps was checked" in res.output
 
@@ -106,11 +106,11 @@ def test_max_seconds_holds_in_prove(tmp_path: Path) -> None:
     took = time.monotonic() - started
     assert res.exit_code == 3, res.output
     assert took < UPPER_BOUND, f"prove --max-seconds 1 took {took:.1f}s"
-    assert res.output.startswith("UNKNOWN  vllm_block_pool (prove)")
+    assert res.stdout.startswith("UNKNOWN  vllm_block_pool (prove)")
     assert "reached the time limit" in res.output
 
 
-def _wait_for_progress(proc: subprocess.Popen[str], limit: float = 60.0) -> str:
+def _wait_for_progress(proc: subprocess.Popen[str], limit: float = 180.0) -> str:
     """Read stderr until the engine's first progress line: the search is running (and guarded)."""
     import select
 
@@ -212,5 +212,5 @@ def test_max_seconds_holds_in_the_hypothesis_engine_and_in_engine_all(tmp_path: 
     took = time.monotonic() - started
     assert res.exit_code == 3, res.output
     assert took < UPPER_BOUND
-    assert res.output.startswith("UNKNOWN  sglang_disagg_v0_5_22 (hypothesis)")
+    assert res.stdout.startswith("UNKNOWN  sglang_disagg_v0_5_22 (hypothesis)")
     assert "reached the time limit" in res.output

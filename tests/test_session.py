@@ -202,7 +202,7 @@ def test_prove_writes_the_ci_reports_like_check(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["prove", str(TOY), "--max-k", "4", "--no-spacer", "--out", str(tmp_path / "o"),
                                    "--json", str(j), "--junit", str(x), "--sarif", str(s)])
     assert res.exit_code == 1, res.output
-    assert res.output.startswith("VIOLATED  no_double_ownership  in toy_double_free (prove)")
+    assert res.stdout.startswith("VIOLATED  no_double_ownership  in toy_double_free (prove)")
     data = json.loads(j.read_text())
     assert data["command"] == "prove"
     (spec,) = data["specs"]
@@ -217,8 +217,8 @@ def test_check_engine_prove_is_the_prove_command(tmp_path: Path) -> None:
     a = CliRunner().invoke(app, ["prove", str(SAFE), "--out", str(tmp_path / "a")])
     b = CliRunner().invoke(app, ["check", str(SAFE), "--engine", "prove", "--out", str(tmp_path / "b")])
     assert a.exit_code == b.exit_code == 0, (a.output, b.output)
-    assert a.output.splitlines()[0] == b.output.splitlines()[0]
-    assert a.output.splitlines()[0].startswith("PROVED")
+    assert a.stdout.splitlines()[0] == b.stdout.splitlines()[0]
+    assert a.stdout.splitlines()[0].startswith("PROVED")
 
 
 @pytest.mark.parametrize("flags", [["--max-depth", "3"], ["--max-states", "9"]])

@@ -62,7 +62,7 @@ def test_a_guard_that_never_holds_is_not_proved(engine: str, tmp_path: Path) -> 
     extra = ("--max-examples", "20", "--steps", "5", "--derandomize") if engine == "hypothesis" else ()
     res = check(NEVER, "--engine", engine, *extra, tmp=tmp_path)
     assert res.exit_code == 3, res.output
-    head = res.output.splitlines()[0]
+    head = res.stdout.splitlines()[0]
     assert head.startswith("UNKNOWN") and "PROVED" not in head and "BOUNDED_OK" not in head, head
     assert "no action enabled in the initial state" in res.output
     assert "warning[OWN073]: " in res.output and "vacuity_never_true_guard.py:" in res.output
@@ -71,7 +71,7 @@ def test_a_guard_that_never_holds_is_not_proved(engine: str, tmp_path: Path) -> 
 def test_prove_on_a_guard_that_never_holds_is_unknown() -> None:
     res = invoke("prove", str(NEVER))
     assert res.exit_code == 3, res.output
-    assert res.output.startswith("UNKNOWN"), res.output
+    assert res.stdout.startswith("UNKNOWN"), res.output
     assert "no action enabled in the initial state" in res.output
 
 
@@ -87,7 +87,7 @@ def test_zero_transitions_fails_ownership_test(tmp_path: Path) -> None:
 def test_dead_cleanup_is_a_vacuous_proof_in_the_text(tmp_path: Path) -> None:
     res = check(DEAD, tmp=tmp_path)
     assert res.exit_code == 0, res.output  # check still exits 0: a warning, not a failure
-    head = res.output.splitlines()[0]
+    head = res.stdout.splitlines()[0]
     assert head.startswith("PROVED (vacuous: 1 action never fired)"), head
     flat = " ".join(res.output.split())
     where = f"vacuity_dead_cleanup.py:{line_of(DEAD, 'def cleanup') - 1}:"  # the decorator line
@@ -141,7 +141,7 @@ def test_declaring_the_action_may_be_dead_passes_ownership_test(tmp_path: Path) 
     assert "FAIL  vacuity_dead_cleanup:" in res.output
     listed = invoke("list", str(tmp_path / "specs"))
     assert "may be dead: cleanup: kept to show the declaration" in listed.output
-    head = check(DECLARED, tmp=tmp_path).output.splitlines()[0]
+    head = check(DECLARED, tmp=tmp_path).stdout.splitlines()[0]
     assert head == "PROVED  vacuity_dead_cleanup_declared (explore)"
 
 
@@ -150,14 +150,14 @@ def test_other_engines_report_the_dead_action(engine: str, tmp_path: Path) -> No
     extra = ("--max-examples", "30", "--steps", "10", "--derandomize") if engine == "hypothesis" else ()
     res = check(DEAD, "--engine", engine, *extra, tmp=tmp_path)
     assert res.exit_code == 0, res.output
-    assert "vacuous: 1 action never fired)" in res.output.splitlines()[0], res.output
+    assert "vacuous: 1 action never fired)" in res.stdout.splitlines()[0], res.output
     assert "action cleanup never fired" in " ".join(res.output.split())
 
 
 def test_prove_reports_the_dead_action() -> None:
     res = invoke("prove", str(DEAD))
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("PROVED (vacuous: 1 action never fired)"), res.output
+    assert res.stdout.startswith("PROVED (vacuous: 1 action never fired)"), res.output
 
 
 def test_bounded_search_says_not_seen_to_fire() -> None:
@@ -203,7 +203,7 @@ def test_a_function_missing_its_decorator_is_reported(tmp_path: Path) -> None:
     assert "add @spec.action" in w.message
     res = check(MISSING, tmp=tmp_path)
     assert res.exit_code == 0
-    assert res.output.startswith("PROVED (1 warning)"), res.output
+    assert res.stdout.startswith("PROVED (1 warning)"), res.output
     flat = " ".join(res.output.split())
     assert "warning[OWN071]: " in flat and f"vacuity_missing_action.py:{w.line}: function finish" in flat
     test = invoke("test", str(only(tmp_path, MISSING)))
@@ -231,7 +231,7 @@ def test_no_library_spec_has_an_unregistered_action() -> None:
 def test_alloc_beyond_the_pool_is_reported_where_it_is_called(tmp_path: Path) -> None:
     res = check(ALLOC, tmp=tmp_path)
     assert res.exit_code == 0
-    head = res.output.splitlines()[0]
+    head = res.stdout.splitlines()[0]
     assert head.startswith("PROVED (vacuous: 1 action never fired; 1 more warning)"), head
     flat = " ".join(res.output.split())
     where = f"vacuity_alloc_beyond_pool.py:{line_of(ALLOC, 'pool.alloc(s, r, 3')}:"
@@ -239,7 +239,7 @@ def test_alloc_beyond_the_pool_is_reported_where_it_is_called(tmp_path: Path) ->
     assert "action grow never fired" in flat
     # A pool large enough makes both warnings go away.
     big = check(ALLOC, "-p", "pages=4", tmp=tmp_path)
-    assert big.output.splitlines()[0] == "PROVED  vacuity_alloc_beyond_pool (explore)", big.output
+    assert big.stdout.splitlines()[0] == "PROVED  vacuity_alloc_beyond_pool (explore)", big.output
     test = invoke("test", str(only(tmp_path, ALLOC)))
     assert test.exit_code == 1 and "OWN072" in test.output, test.output
 
