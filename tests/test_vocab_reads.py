@@ -7,19 +7,22 @@ ten-line spec.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import ROOT
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.core.replay import trace_schema
 from ownership.core.result import Verdict
 from ownership.core.schema import PageMark
 from ownership.engines.bmc import bmc
-from ownership.engines.explore import explore
+from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 from ownership.lang.successors import Successor
 from ownership.vocab.reads import InflightReads
 
@@ -257,3 +260,33 @@ def test_the_guarded_release_is_proved_for_executions_of_any_length() -> None:
     assert explore(Instance(spec)).verdict is Verdict.PROVED
     assert bmc(Instance(spec), BmcOptions(max_depth=8)).verdict is Verdict.PROVED
     assert prove(Instance(spec)).verdict is Verdict.PROVED
+
+
+def _documented_example(tmp_path: Path) -> Path:
+    """The complete spec of docs/vocabulary.md's section on remote reads, as a file."""
+    doc = (ROOT / "docs" / "vocabulary.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Remote reads, memory registration and deadlines"):]
+    block = next(b for b in section.split("```python\n")[1:] if "Spec(" in b).split("```", 1)[0]
+    path = tmp_path / "remote_read_timeout.py"
+    path.write_text(block, encoding="utf-8")
+    return path
+
+
+def test_the_documented_example_behaves_as_the_section_says(tmp_path: Path) -> None:
+    path = _documented_example(tmp_path)
+    spec = load_spec(path)
+    first = explore(Instance(spec))
+    assert first.violated == "no_free_with_read_in_flight" and first.trace is not None
+    assert [s.action for s in first.trace.steps] == ["prefill", "release"]
+    leak = explore(Instance(spec), ExploreOptions(invariants=("no_foreign_read",)))
+    assert leak.trace is not None and len(leak.trace) == 4
+    # The fix the section names: the timeout waits for the reader.
+    text = path.read_text(encoding="utf-8")
+    fixed = text.replace('Deadline(spec, "abort_timeout", per=Req)',
+                         'Deadline(spec, "abort_timeout", per=Req, after="the reader is done")')
+    fixed = fixed.replace("    reads.land(s, r)             # sees what the page holds *now*",
+                          "    reads.land(s, r)             # sees what the page holds *now*\n    timeout.allow(s, r)")
+    fixed = fixed.replace('expect=violates("no_free_with_read_in_flight")', "expect=None")
+    assert fixed.count("allow") == 1 and "after=" in fixed
+    path.write_text(fixed, encoding="utf-8")
+    assert explore(Instance(load_spec(path))).verdict is Verdict.PROVED

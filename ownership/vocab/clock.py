@@ -73,7 +73,7 @@ class Deadline:
         self.var = f"{name}_deadline"
         self.states = Enum(f"{name[:1].upper()}{name[1:]}Deadline", "OFF ARMED DUE EXPIRED")
         wait = f"may expire only after {after}" if after else "may expire at any time"
-        spec.var(self.var, self.states, per=per, init=self.states.OFF,
+        spec.var(self.var, self.states, per=per if per is not None else (), init=self.states.OFF,
                  doc=doc or f"the {name} deadline: OFF, ARMED (waits for: {after or '-'}), DUE ({wait}), EXPIRED")
 
     # -- state -----------------------------------------------------------------
