@@ -1,9 +1,9 @@
-"""Library pairs on remote reads and deadlines: vLLM NIXL's abort timeout, Mooncake Store's Get lease.
+"""Library pairs on remote reads, registration and deadlines: vLLM NIXL, Mooncake Store, SGLang EPD.
 
-Pinned state counts and shortest counterexamples of the two buggy/fixed
-pairs (vLLM issue #21570 / PR #41383, Mooncake PR #778), the timing
-assumption each fix rests on, the engines' agreement, and the committed
-counterexamples.
+Pinned state counts and shortest counterexamples of the three buggy/fixed
+pairs (vLLM issue #21570 / PR #41383, Mooncake PR #778, SGLang PR #32071),
+the timing assumption each fix rests on, the engines' agreement, and the
+committed counterexamples.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ VLLM_BUGGY = "vllm_nixl_abort_timeout_buggy"
 VLLM_FIXED = "vllm_nixl_abort_timeout_fixed"
 MOONCAKE_BUGGY = "mooncake_get_outlives_lease_buggy"
 MOONCAKE_FIXED = "mooncake_get_outlives_lease_fixed"
+EPD_BUGGY = "sglang_epd_send_deregister_buggy"
+EPD_FIXED = "sglang_epd_send_deregister_fixed"
+BUGGY = (VLLM_BUGGY, MOONCAKE_BUGGY, EPD_BUGGY)
+FIXED = (VLLM_FIXED, MOONCAKE_FIXED, EPD_FIXED)
 
 # (spec, symmetry) -> (verdict, distinct states, transitions, depth, violated invariant).
 # For a buggy spec the counts are those explored until the violation (breadth-first, deterministic).
@@ -38,6 +42,10 @@ PINNED = {
     (MOONCAKE_BUGGY, False): (Verdict.VIOLATED, 26, 45, 7, "no_foreign_read"),
     (MOONCAKE_FIXED, True): (Verdict.PROVED, 31, 75, 12, None),
     (MOONCAKE_FIXED, False): (Verdict.PROVED, 61, 148, 12, None),
+    (EPD_BUGGY, True): (Verdict.VIOLATED, 32, 70, 4, "no_transfer_on_deregistered"),
+    (EPD_BUGGY, False): (Verdict.VIOLATED, 60, 122, 4, "no_transfer_on_deregistered"),
+    (EPD_FIXED, True): (Verdict.PROVED, 178, 364, 12, None),
+    (EPD_FIXED, False): (Verdict.PROVED, 352, 712, 12, None),
 }
 
 
@@ -49,7 +57,7 @@ def test_pinned_state_counts(name: str, symmetry: bool) -> None:
 
 
 def test_declared_expectations_match_the_explorer() -> None:
-    for name in (VLLM_BUGGY, VLLM_FIXED, MOONCAKE_BUGGY, MOONCAKE_FIXED):
+    for name in (*BUGGY, *FIXED):
         spec = load_spec(SPECS / f"{name}.py")
         result = explore(Instance(spec))
         assert spec.expect is not None
@@ -142,9 +150,46 @@ def test_mooncake_fix_still_evicts_under_a_slow_read_but_never_returns_it() -> N
     assert explore(Instance(base, {"objects": 3, "buffers": 2})).stats.states == 465
 
 
+# -- SGLang PR #32071 -------------------------------------------------------------------------------
+def test_epd_first_send_deregisters_the_siblings_region() -> None:
+    trace = explore(instance(EPD_BUGGY)).trace
+    assert trace is not None and [s.action for s in trace.steps] == [
+        "encode", "rank0_send", "rank1_send", "rank0_send_done"
+    ]
+    last = trace.steps[-1]
+    (flag,) = _events(last, "transfer on deregistered memory")
+    assert flag.get("channel") == "rank1_send" and flag.violates == "no_transfer_on_deregistered"
+    # The same step drops the embedding under the sibling's read (mm_data.embedding = None).
+    (early,) = _events(last, "read still in flight")
+    assert early.violates == "no_free_during_rank1_send" and _events(last, "free")
+
+
+def test_epd_sibling_receives_the_next_requests_embedding() -> None:
+    result = explore(instance(EPD_BUGGY), ExploreOptions(invariants=("no_foreign_read",)))
+    trace = result.trace
+    assert result.violated == "no_foreign_read" and trace is not None
+    assert [s.action for s in trace.steps][-2:] == ["encode", "rank1_send_done"] and len(trace) == 6
+
+
+def test_epd_fix_rests_on_send_timeout_outlasting_the_sends() -> None:
+    result = explore(instance(EPD_FIXED, send_timeout_outlasts_sends=0))
+    trace = result.trace
+    assert result.violated == "no_transfer_on_deregistered" and trace is not None
+    assert [s.action for s in trace.steps] == ["encode", "rank0_send", "cleanup_inflight_encode_state"]
+    (expired,) = _events(trace.steps[-1], "deadline expired")
+    assert expired.get("deadline") == "send_timeout"
+
+
+@pytest.mark.slow
+def test_epd_fix_is_safe_at_larger_sizes() -> None:
+    result = explore(instance(EPD_FIXED, requests=3, embed_buffers=2))
+    assert result.verdict is Verdict.PROVED and result.stats.states == 2624
+
+
 # -- engines ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("name", "violated", "depth"), [
     (VLLM_BUGGY, "no_free_with_read_in_flight", 2), (MOONCAKE_BUGGY, "no_foreign_read", 7),
+    (EPD_BUGGY, "no_transfer_on_deregistered", 4),
 ])
 def test_bmc_finds_the_same_shortest_violation(name: str, violated: str, depth: int) -> None:
     result = bmc(instance(name), BmcOptions(max_depth=depth))
@@ -152,7 +197,7 @@ def test_bmc_finds_the_same_shortest_violation(name: str, violated: str, depth: 
     assert result.trace is not None and len(result.trace) == depth
 
 
-@pytest.mark.parametrize("name", [VLLM_BUGGY, MOONCAKE_BUGGY])
+@pytest.mark.parametrize("name", BUGGY)
 def test_hypothesis_finds_the_violation(name: str) -> None:
     spec = load_spec(SPECS / f"{name}.py")
     result = check_stateful(Instance(spec))
@@ -160,12 +205,12 @@ def test_hypothesis_finds_the_violation(name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [VLLM_FIXED, MOONCAKE_FIXED])
+@pytest.mark.parametrize("name", FIXED)
 def test_the_fixes_are_proved_for_executions_of_any_length(name: str) -> None:
     assert prove(instance(name)).verdict is Verdict.PROVED
 
 
 def test_committed_counterexamples_replay() -> None:
-    for name in (VLLM_BUGGY, MOONCAKE_BUGGY):
+    for name in BUGGY:
         res = CliRunner().invoke(app, ["replay", str(SPECS.parent / "counterexamples" / name / "trace.json")])
         assert res.exit_code == 0 and res.stdout.startswith("REPLAYED"), res.output
