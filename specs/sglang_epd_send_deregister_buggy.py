@@ -149,4 +149,4 @@ def rank1_gives_up(s, r: ReqId):
 mr.invariant(rank0, rank1)
 rank0.invariant("no_free_during_rank0_send")
 rank1.invariant("no_free_during_rank1_send")
-own.invariants("no_foreign_read", "no_double_ownership")
+own.invariants("no_foreign_read", "no_read_of_unwritten", "no_double_ownership")

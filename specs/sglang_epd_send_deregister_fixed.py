@@ -143,3 +143,20 @@ def cleanup_inflight_encode_state(s, r: ReqId):
     mr.deregister(s, r)
     rank0.free(s, r)  # the embedding goes back to the allocator (rank 1's reads by the invariant)
     s.emb[r] = Emb.RELEASED
+
+
+@spec.terminal
+def nothing_held(s) -> bool:
+    """No embedding is held for sending and no transfer is running."""
+    return all(
+        s.emb[r] != Emb.HELD and s.send0[r] != Send.SENDING and s.send1[r] != Send.SENDING for r in s.all(Req)
+    )
+
+
+base.own.invariants("pages_returned_when_idle", spec=spec)  # FIX: cleanup releases every embedding it held
+
+
+@spec.invariant
+def released_only_after_deregister(s) -> bool:
+    """A buffer back on the allocator is no longer registered: cleanup deregisters, then releases."""
+    return all(s.embed_free[p] == 0 or s.mr_deregistered[p] for p in s.all(embed.Page))

@@ -154,4 +154,4 @@ def nothing_in_flight(s) -> bool:
 
 
 nixl.invariant()
-own.invariants("no_foreign_read", "no_double_ownership", "pages_returned_when_idle")
+own.invariants("no_foreign_read", "no_read_of_unwritten", "no_double_ownership", "pages_returned_when_idle")
