@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ownership import Enum, Ownership, Spec, require
-from ownership.core.result import Verdict
+from ownership.core.result import StopReason, Verdict
 from ownership.engines.bmc import bmc
 from ownership.engines.explore import explore
 from ownership.engines.prove import prove
@@ -218,3 +218,38 @@ def test_the_operations_run_under_bmc_with_and_without_the_assumption() -> None:
 @pytest.mark.slow
 def test_a_deadline_that_waits_is_proved() -> None:
     assert prove(Instance(guarded_spec())).verdict is Verdict.PROVED
+
+
+def global_spec(after: str | None) -> Spec:
+    spec, _ = base()
+    ttl = Deadline(spec, "ttl", after=after)
+    spec.actions.clear()
+
+    @spec.action
+    def start(s):  # noqa: ANN001, ANN202
+        require(ttl.off(s))
+        ttl.arm(s)
+
+    @spec.action
+    def set_x(s):  # noqa: ANN001, ANN202
+        require(not s.x)
+        s.x = True
+        ttl.allow(s)
+
+    @spec.action
+    def expire(s):  # noqa: ANN001, ANN202
+        ttl.fire(s)
+
+    @spec.invariant
+    def expires_only_after_x(s) -> bool:  # noqa: ANN001
+        return s.x or not ttl.expired(s)
+
+    return spec
+
+
+def test_a_global_deadline_runs_under_bmc() -> None:
+    anytime = bmc(Instance(global_spec(None)), BmcOptions(max_depth=3))
+    assert anytime.violated == "expires_only_after_x"
+    assert anytime.trace is not None and [s.action for s in anytime.trace.steps] == ["start", "expire"]
+    waits = bmc(Instance(global_spec("x is set")), BmcOptions(max_depth=6))
+    assert waits.verdict is Verdict.PROVED and waits.stop_reason is StopReason.EXHAUSTED

@@ -219,3 +219,43 @@ def test_deregistering_after_the_drain_is_proved() -> None:
     spec = teardown_spec(drain_first=True)
     assert explore(Instance(spec)).verdict is Verdict.PROVED
     assert prove(Instance(spec)).verdict is Verdict.PROVED
+
+
+def test_page_and_pool_wide_operations_run_under_bmc() -> None:
+    """register_page, deregister_page, deregister_all and registered() symbolically, with the flag each raises."""
+    spec, pool, reads, _, mr = tiny(pages=1, registered=False)
+    Req = spec.domains["Req"]
+    KvPage = pool.Page  # noqa: N806 - named as the domain, which the annotations name
+    spec.actions.clear()
+
+    @spec.action
+    def setup(s, p: KvPage):  # noqa: ANN001, ANN202
+        require(not mr.registered(s, p))
+        mr.register_page(s, p)
+
+    @spec.action
+    def post(s, r: Req):  # noqa: ANN001, ANN202
+        require(reads.drained(s, r))
+        pool.alloc(s, r, 1)
+        require(mr.all_registered(s, r))
+        reads.post(s, r)
+
+    @spec.action
+    def drop_page(s, p: KvPage):  # noqa: ANN001, ANN202
+        require(mr.registered(s, p))
+        mr.deregister_page(s, p)
+        mr.register_all(s)  # the step ends with everything registered: only the flag shows the race
+
+    e = explore(Instance(spec))
+    b = bmc(Instance(spec), BmcOptions(max_depth=4))
+    assert e.violated == b.violated == "no_transfer_on_deregistered"
+    assert b.trace is not None and [s.action for s in b.trace.steps] == ["setup", "post", "drop_page"]
+
+    @spec.replace
+    def drop_page(s, p: KvPage):  # noqa: ANN001, ANN202, F811
+        require(mr.registered(s, p))
+        mr.deregister_all(s)
+        mr.register_all(s)
+
+    b = bmc(Instance(spec), BmcOptions(max_depth=4))
+    assert b.violated == "no_transfer_on_deregistered" and b.trace is not None and len(b.trace) == 3
