@@ -266,6 +266,66 @@ class FreeDeferred(Event):
     pages: tuple[str, ...] = _many()
 
 
+# -- in-flight reads, memory registration, deadlines (vocab/reads.py, regions.py, clock.py) ---
+@dataclass(frozen=True, kw_only=True)
+class ReadPosted(Event):
+    """Channel ``channel`` posts a read of ``req``'s ``pages`` (an RDMA read, an offload job's copy)."""
+
+    KIND: ClassVar[str] = "read posted"
+    channel: str
+    pool: str
+    req: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadInFlight(Event):
+    """``page`` is freed while ``req``'s read of it has not landed."""
+
+    KIND: ClassVar[str] = "read still in flight"
+    pool: str
+    req: str
+    page: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Registered(Event):
+    """``pages`` of ``pool`` are registered with the transfer engine (``register_memory``)."""
+
+    KIND: ClassVar[str] = "registered"
+    pool: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deregistered(Event):
+    """``pages`` of ``pool`` are deregistered (``deregister_memory``): no transfer may touch them."""
+
+    KIND: ClassVar[str] = "deregistered"
+    pool: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferOnDeregistered(Event):
+    """``page`` is deregistered while ``req``'s ``channel`` transfer of it is outstanding."""
+
+    KIND: ClassVar[str] = "transfer on deregistered memory"
+    channel: str
+    pool: str
+    req: str
+    page: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeadlineExpired(Event):
+    """Deadline ``deadline`` (a timeout, a lease, a TTL) of ``req`` passes; ``req`` is absent for a global one."""
+
+    KIND: ClassVar[str] = "deadline expired"
+    deadline: str
+    req: str | None = field(default=None, metadata=_OPTIONAL)
+
+
 # -- prefix caches (vocab/prefix.py) ----------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class PrefixHit(Event):
@@ -342,6 +402,7 @@ class SpecEvent(Event):
 DECLARED: tuple[type[Event], ...] = (
     Alloc, Write, Read, Free, Transfer, Decref, CopyFailed, Demote, WriteInFlight, FreeDeferred,
     PrefixHit, PrefixRead, Publish, Evict, Reply,
+    ReadPosted, ReadInFlight, Registered, Deregistered, TransferOnDeregistered, DeadlineExpired,
 )
 """Every declared kind with a fixed name (:class:`WritePosted`'s name is its channel's)."""
 

@@ -1,0 +1,110 @@
+"""vLLM NixlConnector: KV lease renewal by heartbeats from decode (PR #41383).
+
+Written as the patch on top of ``vllm_nixl_abort_timeout_buggy``; compare
+with the upstream change (vllm/distributed/kv_transfer/kv_connector/v1/nixl/,
+design notes in docs/design/nixl_kv_cache_lease.md):
+
+* ``NixlConnectorScheduler.request_finished`` (P): the blocks are pinned with
+  a short initial lease (``kv_lease_duration``, default 30 s) instead of
+  ``VLLM_NIXL_ABORT_REQUEST_TIMEOUT``;
+* ``NixlConnectorScheduler.on_new_request`` (D): a request with
+  ``do_remote_prefill`` is tracked from the moment it enters D's scheduler
+  (waiting queue included) and heartbeats ``"HB:"`` go to its P every
+  ``kv_lease_duration // 6``; tracking stops when the transfer completes
+  (``update_connector_output``) or the request finishes on D;
+* ``_handle_heartbeat`` (P): each heartbeat extends the lease to
+  ``max(old, now + kv_lease_duration * 2 // 3)``; ``get_finished`` frees
+  only requests whose lease expired.
+
+The lease is a :class:`~ownership.vocab.clock.Deadline` that may expire
+*only after D stops heartbeating for the request*: when its READ has landed
+(``d_recv_done``) or when D lost the request (``d_fail``, whose READ is gone
+with it).  That is the design's timing assumption, "lease durations provide
+sufficient margin over forward-pass latency": heartbeats are sent from the
+forward loop, so a forward pass longer than the lease extension lets it lapse
+under a live D.  With ``--param lease_outlasts_heartbeat_gap=0`` the lease
+may expire at any time and the check finds the same release as the buggy
+spec (2 steps), which is what a deployment with a too-short lease saw
+(aws-samples/aws-do-eks PR #84: 8 of 42 requests served on blocks P had
+released; the fix there raised ``kv_lease_duration``).
+
+Expected: safe at every size the explorer can cover; ``ownership prove``
+proves it for executions of any length.
+"""
+
+import vllm_nixl_abort_timeout_buggy as base
+from vllm_nixl_abort_timeout_buggy import DState, PState, Req, ReqId, nixl, prefill
+
+from ownership import Source, require, safe
+from ownership.vocab.clock import Deadline
+
+spec = base.spec.derive(
+    "vllm_nixl_abort_timeout_fixed",
+    summary="vLLM NIXL P/D: prefill blocks are leased and decode renews the lease until its READ is done",
+    models=Source(
+        "vLLM",
+        "PR #41383",
+        where=(
+            "kv_connector/v1/nixl/scheduler.py NixlConnectorScheduler.request_finished (kv_lease_duration), on_new_request",
+            "kv_connector/v1/nixl/worker.py start_load_kv (heartbeats), _get_new_notifs, _handle_heartbeat",
+            "kv_connector/v1/nixl/worker.py get_finished (every expired lease)",
+        ),
+        links=("vllm PR #41383", "vllm issue #21570", "vllm PR #43099", "aws-samples/aws-do-eks PR #84"),
+    ),
+    expect=safe(),
+)
+spec.param("lease_outlasts_heartbeat_gap", 1,
+           "1: a live D's heartbeats always arrive before the lease runs out; 0: the lease may lapse at any time",
+           min=0, max=1)
+kv_lease = Deadline(spec, "kv_lease", per=Req, after="D stops heartbeating for the request",
+                    assumed="lease_outlasts_heartbeat_gap",
+                    doc="the P lease on the request's blocks, renewed by D's heartbeats while D tracks the request")
+
+
+@spec.replace
+def p_prefill(s, r: ReqId):
+    """Prefill runs; request_finished pins the blocks with the initial lease and hands out remote_block_ids."""
+    require(s.p_state[r] == PState.IDLE)
+    blocks = prefill.alloc(s, r, s.params.blocks_per_req)
+    prefill.write(s, r, blocks)
+    kv_lease.arm(s, r)  # FIX: now + kv_lease_duration; D's heartbeats extend it
+    nixl.post(s, r)
+    s.p_state[r] = PState.HELD
+    s.d_state[r] = DState.WAITING  # on_new_request: D tracks it and heartbeats from now on
+
+
+@spec.replace
+def p_get_new_notifs(s, r: ReqId):
+    """_get_new_notifs: D's read-completion notification arrives; the blocks are freed at once."""
+    require(s.p_state[r] == PState.HELD and s.notified[r])
+    kv_lease.disarm(s, r)
+    nixl.free(s, r)
+    s.p_state[r] = PState.FREED
+
+
+@spec.replace
+def p_release_expired(s, r: ReqId):
+    """get_finished: the lease expired (no heartbeat came in time): the blocks are reclaimed."""
+    kv_lease.fire(s, r)
+    require(s.p_state[r] == PState.HELD)
+    nixl.free(s, r)
+    s.p_state[r] = PState.FREED
+
+
+@spec.replace
+def d_recv_done(s, r: ReqId):
+    """_pop_done_transfers: the READ is DONE; D notifies P and stops tracking (update_connector_output)."""
+    require(s.d_state[r] == DState.RECVING)
+    nixl.land(s, r)
+    s.notified[r] = True
+    kv_lease.allow(s, r)  # FIX: heartbeats for the request stop only now
+    s.d_state[r] = DState.RUNNING
+
+
+@spec.replace
+def d_fail(s, r: ReqId):
+    """D crashes or the request is lost before its READ completes: no READ, and no more heartbeats."""
+    require(s.d_state[r] in (DState.WAITING, DState.RECVING))
+    nixl.discard(s, r)
+    kv_lease.allow(s, r)  # FIX: the lease runs out and P reclaims the blocks
+    s.d_state[r] = DState.FAILED
