@@ -70,6 +70,10 @@ class Code(enum.Enum):
     MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
     MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
     MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
+    CONTENT_HASH_TOO_SMALL = (100, "an injective hash needs at least as many hash values as content keys")
+    CONTENT_NO_SCOPES = (101, "a content-index operation names a scope, but the index declares no scopes")
+    CONTENT_ALSO_NOT_INDEX = (102, "a content index's also= names something that is not an index")
+    CONTENT_BAD_KEYS = (103, "a content index's keys are empty or repeated")
 
     @property
     def number(self) -> int:
