@@ -506,3 +506,15 @@ def test_the_vocabulary_is_proved_under_prove() -> None:
     spec = solver_spec(collide=False)
     assert explore(Instance(spec)).verdict is Verdict.PROVED
     assert prove(Instance(spec), BmcOptions()).verdict is Verdict.PROVED
+
+
+def test_the_documented_example_finds_the_collision_and_is_safe_without_it(tmp_path: Any) -> None:
+    doc = (SPECS.parent / "docs" / "vocabulary.md").read_text()
+    code = doc.split("## Content identity", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    buggy = tmp_path / "hashed_prefix_cache.py"
+    buggy.write_text(code)
+    result = explore(Instance(load_spec(buggy)))
+    assert result.violated == "no_wrong_content_read" and result.trace is not None and len(result.trace) == 2
+    fixed = tmp_path / "hashed_prefix_cache_fixed.py"
+    fixed.write_text(code.replace("collide=True", "collide=False"))
+    assert explore(Instance(load_spec(fixed))).verdict is Verdict.PROVED
