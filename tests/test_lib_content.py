@@ -32,6 +32,8 @@ from ownership.vocab.prefix import PrefixIndex
 
 VLLM_BUGGY = "vllm_prefix_hash_collision_buggy"
 VLLM_FIXED = "vllm_prefix_hash_collision_fixed"
+LORA_BUGGY = "vllm_prefix_lora_scope_buggy"
+LORA_FIXED = "vllm_prefix_lora_scope_fixed"
 
 # (spec, symmetry) -> (verdict, distinct states, transitions, depth, violated invariant).
 # For a buggy spec the counts are those explored until the violation (breadth-first, deterministic).
@@ -40,6 +42,10 @@ PINNED = {
     (VLLM_BUGGY, False): (Verdict.VIOLATED, 167, 208, 4, "no_wrong_content_read"),
     (VLLM_FIXED, True): (Verdict.PROVED, 46, 72, 6, None),
     (VLLM_FIXED, False): (Verdict.PROVED, 353, 512, 6, None),
+    (LORA_BUGGY, True): (Verdict.VIOLATED, 17, 22, 4, "no_wrong_content_read"),
+    (LORA_BUGGY, False): (Verdict.VIOLATED, 76, 84, 4, "no_wrong_content_read"),
+    (LORA_FIXED, True): (Verdict.PROVED, 25, 38, 6, None),
+    (LORA_FIXED, False): (Verdict.PROVED, 177, 256, 6, None),
 }
 
 # Larger instances than the defaults: (spec, params) -> (verdict, states, transitions, depth, violated).
@@ -47,6 +53,8 @@ LARGER: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[Verdict, int, int, i
     (VLLM_BUGGY, (("requests", 3), ("blocks", 3), ("hashes", 2))): (Verdict.VIOLATED, 59, 103, 4, "no_wrong_content_read"),
     (VLLM_FIXED, (("requests", 3), ("blocks", 3), ("hashes", 2))): (Verdict.PROVED, 248, 540, 9, None),
     (VLLM_FIXED, (("requests", 3), ("blocks", 2), ("hashes", 3))): (Verdict.PROVED, 216, 482, 9, None),
+    (LORA_BUGGY, (("requests", 3), ("blocks", 3))): (Verdict.VIOLATED, 31, 49, 4, "no_wrong_content_read"),
+    (LORA_FIXED, (("requests", 3), ("blocks", 3))): (Verdict.PROVED, 145, 309, 9, None),
 }
 
 
@@ -65,7 +73,7 @@ def test_pinned_state_counts_of_larger_instances(name: str, params: tuple[tuple[
 
 
 def test_declared_expectations_match_the_explorer() -> None:
-    for name in (VLLM_BUGGY, VLLM_FIXED):
+    for name in (VLLM_BUGGY, VLLM_FIXED, LORA_BUGGY, LORA_FIXED):
         spec = load_spec(SPECS / f"{name}.py")
         result = explore(Instance(spec))
         assert spec.expect is not None
@@ -146,23 +154,60 @@ def test_vllm_fix_refuses_the_colliding_hash() -> None:
         state = out.state
 
 
+# -- vLLM PR #3263 ----------------------------------------------------------------------------------
+def test_vllm_request_under_another_adapter_reads_the_first_adapters_kv() -> None:
+    trace = explore(instance(LORA_BUGGY)).trace
+    assert trace is not None
+    assert [s.action for s in trace.steps] == ["schedule", "forward", "schedule", "forward"]
+    (_, first), (_, second) = trace.steps[0].args, trace.steps[2].args
+    assert first != second  # the same prompt under two adapters
+    (hit,) = _events(trace.steps[2], "content_hit")
+    assert hit.get("holds") == f"p@{first}"
+    (read,) = _events(trace.steps[3], "content_read")
+    assert (read.get("expected"), read.get("holds")) == (f"p@{second}", f"p@{first}")
+    assert read.violates == "no_wrong_content_read"
+    # No shorter execution does it.
+    assert explore(instance(LORA_BUGGY), ExploreOptions(max_depth=3)).verdict is Verdict.BOUNDED_OK
+
+
+def test_vllm_lora_fix_keeps_one_cached_block_per_adapter() -> None:
+    inst = instance(LORA_FIXED, requests=3, blocks=3)
+    result = explore(inst, ExploreOptions(symmetry=False))
+    assert result.verdict is Verdict.PROVED
+    # Some reachable state caches the prompt twice, once under each adapter.
+    spec = load_spec(SPECS / f"{LORA_FIXED}.py").derive("two_entries_are_unreachable")
+
+    @spec.invariant
+    def at_most_one_entry(s: Any) -> bool:
+        return sum(s.cache_published[p] for p in s.all(spec.domains["KvPage"])) <= 1
+
+    found = explore(Instance(spec, {"requests": 3, "blocks": 3}))
+    assert found.violated == "at_most_one_entry" and found.trace is not None
+    last = found.trace.states[-1]
+    scopes = {last["cache_entry_scope"][p] for p, pub in last["cache_published"].items() if pub}
+    assert scopes == {"base", "sql"}
+
+
 @pytest.mark.slow
-def test_bmc_finds_the_same_shortest_violation() -> None:
-    result = bmc(instance(VLLM_BUGGY), BmcOptions(max_depth=4))
+@pytest.mark.parametrize("name", [VLLM_BUGGY, LORA_BUGGY])
+def test_bmc_finds_the_same_shortest_violation(name: str) -> None:
+    result = bmc(instance(name), BmcOptions(max_depth=4))
     assert result.verdict is Verdict.VIOLATED and result.violated == "no_wrong_content_read"
     assert result.trace is not None and len(result.trace) == 4
 
 
 @pytest.mark.slow
-def test_prove_proves_the_fix_and_hypothesis_finds_the_bug() -> None:
-    proved = prove(instance(VLLM_FIXED), BmcOptions())
+@pytest.mark.parametrize(("buggy", "fixed"), [(VLLM_BUGGY, VLLM_FIXED), (LORA_BUGGY, LORA_FIXED)])
+def test_prove_proves_the_fix_and_hypothesis_finds_the_bug(buggy: str, fixed: str) -> None:
+    proved = prove(instance(fixed), BmcOptions())
     assert proved.verdict is Verdict.PROVED
-    found = check_stateful(instance(VLLM_BUGGY), HypothesisOptions(seed=0))
+    found = check_stateful(instance(buggy), HypothesisOptions(seed=0))
     assert found.verdict is Verdict.VIOLATED and found.violated == "no_wrong_content_read"
 
 
-def test_committed_counterexample_replays() -> None:
-    res = CliRunner().invoke(app, ["replay", str(SPECS.parent / "counterexamples" / VLLM_BUGGY / "trace.json")])
+@pytest.mark.parametrize("name", [VLLM_BUGGY, LORA_BUGGY])
+def test_committed_counterexamples_replay(name: str) -> None:
+    res = CliRunner().invoke(app, ["replay", str(SPECS.parent / "counterexamples" / name / "trace.json")])
     assert res.exit_code == 0 and res.stdout.startswith("REPLAYED"), res.output
 
 
@@ -304,7 +349,8 @@ def test_a_lookup_without_the_scope_hits_another_tenants_page() -> None:
     inst, outs = run(spec, unscoped)
     assert outs and all(inst.violated(o.state) == "no_wrong_content_read" for o in outs)
     read = next(e for e in outs[0].events if e.kind == "content_read")
-    assert read.get("expected") == read.get("holds") == "x" and read.violates == "no_wrong_content_read"
+    assert (read.get("expected"), read.get("holds")) == ("x@blue", "x@red")  # the same key, another tenant's KV
+    assert read.violates == "no_wrong_content_read"
 
 
 def test_writing_a_page_published_before_it_was_written_is_a_shared_write() -> None:

@@ -250,7 +250,7 @@ class ContentIndex:
             if s.recording and hit:
                 s.emit(ContentHit(pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
                                   entry=self._entry_name(s, h), key=s.name_of(self.Key, key),
-                                  holds=s.name_of(self.Key, content[p])))
+                                  holds=self._content_name(s, content[p], self._scope_of(s, p))))
         return found > 0
 
     def alloc(self, s: Any, r: Member, n: int, key: Member) -> None:
@@ -334,8 +334,10 @@ class ContentIndex:
             if flag is not None:
                 s.flag(flag, wrong)
             if s.recording and reads:
+                held = getattr(s, self.scope_var)[p] if scope is not None else None
                 s.emit(ContentRead(pool=self.pool.name, req=self._req(s, r), page=self._page(s, p),
-                                   expected=s.name_of(self.Key, expect[r, p]), holds=s.name_of(self.Key, content[p]),
+                                   expected=self._content_name(s, expect[r, p], scope),
+                                   holds=self._content_name(s, content[p], held),
                                    writer=s.name_of(Req, writer[p]), violates=flag if wrong else None))
 
     def insert(self, s: Any, r: Member, h: Any, key: Member, scope: Any = None) -> None:
@@ -478,6 +480,16 @@ class ContentIndex:
 
     def _page(self, s: Any, p: Any) -> str:
         return s.name_of(self.pool.Page, p)
+
+    def _scope_of(self, s: Any, p: Any) -> Any:
+        return getattr(s, self.scope_var)[p] if self.scopes is not None else None
+
+    def _content_name(self, s: Any, key: Any, scope: Any) -> str:
+        """``key``, or ``key@scope`` when a scope is known (``p@sql``: the KV of ``p`` under adapter ``sql``)."""
+        name = s.name_of(self.Key, key)
+        if scope is None or self.scopes is None or key is None:
+            return name
+        return f"{name}@{s.name_of(self.scopes, scope)}"
 
     def _entry_name(self, s: Any, h: Any) -> str:
         return s.name_of(self.Hash if self.Hash is not None else self.Key, h)
