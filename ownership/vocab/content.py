@@ -54,6 +54,11 @@ hit adds the request: holders are the reference count) and returns to the
 free list when no request holds it and the index no longer publishes it.
 Conditional updates use :func:`ownership.vocab.prefix._set_if`, so the Z3
 engines build one ``If`` term instead of a path per page.
+
+The module runs over 400 lines because :class:`ContentIndex` is one data
+structure (hash, lookup, alloc, write, read, insert, release, evict and the
+invariants over them) whose operations share its state variables, as
+:class:`~ownership.vocab.prefix.PrefixIndex` does.
 """
 
 from __future__ import annotations
