@@ -27,7 +27,7 @@ from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
-from ownership.vocab.content import ContentIndex
+from ownership.vocab.content import ContentIndex, SharedPageWrites
 from ownership.vocab.prefix import PrefixIndex
 
 VLLM_BUGGY = "vllm_prefix_hash_collision_buggy"
@@ -401,6 +401,56 @@ def test_a_page_published_by_a_prefix_index_counts_as_shared() -> None:
     assert inst.violated(out.state) == "no_write_to_shared_page"
 
 
+def guarded(pages: int = 1) -> tuple[Spec, Any, SharedPageWrites, PrefixIndex]:
+    spec = Spec("tiny_guard")
+    Req = spec.domain("Req", 2, symmetric=True, names="AB")
+    own = Ownership(spec, requests=Req)
+    pool = own.pool("kv", pages, prefix="K")
+    radix = PrefixIndex(pool, "radix", {"t": None})
+    guard = SharedPageWrites(pool, (radix,))
+    guard.invariant()
+    return spec, pool, guard, radix
+
+
+def test_a_double_freed_page_handed_to_two_requests_is_a_shared_write() -> None:
+    spec, pool, guard, _ = guarded()
+
+    def body(s: Any) -> None:
+        pool.alloc(s, A, 1)
+        pool.free(s, A)
+        pool.free_pages(s, A, s.all(pool.Page))  # a stale list frees it again: on the free list twice
+        pool.alloc(s, A, 1)
+        pool.alloc(s, B, 1)  # the same page
+        guard.write(s, A)
+
+    inst, (out,) = run(spec, body)
+    assert inst.violated(out.state) == "no_write_to_shared_page"
+    assert inst.to_json(out.state)["kv_wrote_shared"] == {"A": True, "B": False}
+
+
+def test_a_prefix_published_page_still_in_a_table_is_a_shared_write_and_a_private_one_is_not() -> None:
+    spec, pool, guard, radix = guarded(pages=2)
+
+    def private(s: Any) -> None:
+        radix.alloc(s, A, 0, None)
+        guard.check(s, A)
+        radix.write(s, A)
+
+    inst, outs = run(spec, private)
+    assert outs and all(inst.violated(o.state) is None for o in outs)
+
+    def published(s: Any) -> None:
+        radix.alloc(s, A, 0, None)
+        radix.write(s, A)
+        p = pool.pages_of(s, A)[0]
+        radix.insert(s, A, 0)  # the trie owns the page ...
+        getattr(s, pool.holders_var)[p] = 1 << B  # ... and a stale table of B still holds it (set by hand)
+        guard.write(s, B)
+
+    inst, outs = run(spec, published)
+    assert outs and all(inst.violated(o.state) == "no_write_to_shared_page" for o in outs)
+
+
 def test_release_returns_only_unpublished_pages_nobody_else_holds() -> None:
     spec, pool, index, _ = tiny(pages=2)
     free_counts: list[int] = []
@@ -545,6 +595,36 @@ def test_the_vocabulary_runs_under_bmc(collide: bool, publish_early: bool, viola
     b = bmc(Instance(spec), BmcOptions(max_depth=depth))
     assert e.violated == b.violated == violated
     assert e.trace is not None and b.trace is not None and len(e.trace) == len(b.trace) == depth
+
+
+@pytest.mark.slow
+def test_the_shared_write_guard_runs_under_bmc() -> None:
+    spec, pool, guard, _ = guarded()
+    Req = spec.domains["Req"]
+    Phase = Enum("Phase", "IDLE HELD")
+    spec.var("phase", Phase, per=Req, init=Phase.IDLE)
+    spec.actions.clear()
+
+    def take(s, r: Req):  # type: ignore[valid-type]  # noqa: ANN001, ANN202
+        require(s.phase[r] == Phase.IDLE)
+        pool.alloc(s, r, 1)
+        s.phase[r] = Phase.HELD
+
+    def stale_free(s, r: Req, q: Req):  # type: ignore[valid-type]  # noqa: ANN001, ANN202
+        require(s.phase[r] == Phase.HELD and q != r)
+        pool.free_pages(s, q, pool.pages_of(s, r))  # the bug: q frees r's page, which r still holds
+
+    def forward(s, r: Req):  # type: ignore[valid-type]  # noqa: ANN001, ANN202
+        require(s.phase[r] == Phase.HELD)
+        guard.write(s, r)
+
+    for fn in (take, stale_free, forward):
+        spec.action(fn)
+    e = explore(Instance(spec))
+    b = bmc(Instance(spec), BmcOptions(max_depth=4))
+    assert e.violated == b.violated == "no_write_to_shared_page"
+    assert e.trace is not None and b.trace is not None and len(e.trace) == len(b.trace) == 4
+    assert [st.action for st in b.trace.steps] == ["take", "stale_free", "take", "forward"]
 
 
 @pytest.mark.slow

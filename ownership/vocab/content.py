@@ -42,7 +42,8 @@ request holds, or that an index publishes, changes KV that other readers
 rely on.  ``no_write_to_shared_page`` records it, for writes made by
 :meth:`ContentIndex.write`, judged against this index and any other index
 given with ``also=`` (a :class:`~ownership.vocab.prefix.PrefixIndex`, which
-answers through its ``published`` query).
+answers through its ``published`` query); :class:`SharedPageWrites` gives
+the same invariant to writes through the pool or a prefix index.
 
 The model, per page: ``{name}_key`` / ``{name}_scope`` (content, not cleared
 on free: pages are not zeroed), ``{name}_entry`` / ``{name}_entry_scope`` (the
@@ -79,6 +80,73 @@ INVARIANTS = ("no_wrong_content_read", "no_write_to_shared_page", "index_entries
 """The built-in invariants of a content index, in registration order."""
 
 
+def shared_for_write(s: Any, pool: PagePool, r: Member, p: Member, indexes: Sequence[Any]) -> Any:
+    """Whether a write by ``r`` into page ``p`` changes KV others rely on: another request holds ``p``, or an index publishes it."""
+    cond = (getattr(s, pool.holders_var)[p] & ~(1 << ix(r))) != 0
+    for index in indexes:
+        cond = cond | index.published(s, p)
+    return cond
+
+
+def _check_indexes(what: str, indexes: Sequence[Any]) -> tuple[Any, ...]:
+    for other in indexes:
+        if not callable(getattr(other, "published", None)):
+            file, line = caller_location(3)
+            raise OwnershipError(Code.CONTENT_ALSO_NOT_INDEX,
+                                 f"{what} names {other!r}, which has no published(s, page) query", file, line)
+    return tuple(indexes)
+
+
+class SharedPageWrites:
+    """``no_write_to_shared_page`` for writes that do not go through :meth:`ContentIndex.write`.
+
+    ``guard = SharedPageWrites(pool, (radix,))`` declares the ghost
+    ``{pool}_wrote_shared[r]``; ``guard.check(s, r)`` flags every page ``r``'s
+    table holds that another request also holds or an index publishes, for a
+    forward about to write all of them (call it before ``radix.write(s, r)``
+    or ``pool.write(s, r, pool.pages_of(s, r))``); ``guard.write(s, r)`` is
+    the check and that pool write.  Register the invariant with
+    :meth:`invariant` (give another ``name`` if the spec has a content
+    index registering its own).
+    """
+
+    def __init__(self, pool: PagePool, indexes: Sequence[Any] = (), *, name: str | None = None) -> None:
+        self.pool = pool
+        self.indexes = _check_indexes("SharedPageWrites", indexes)
+        self.invariant_name = "no_write_to_shared_page"
+        self.shared_var = f"{name or pool.name}_wrote_shared"
+        pool.own.spec.var(self.shared_var, bool, per=pool.own.requests, init=False, ghost=True,
+                          doc="history: this request wrote a page another request holds or an index publishes")
+
+    def check(self, s: Any, r: Member) -> None:
+        """``r`` is about to write every page its table holds: flag those that are shared."""
+        shared_of = getattr(s, self.shared_var)
+        flag = self.invariant_name if s.checks(self.invariant_name) else None
+        holders = getattr(s, self.pool.holders_var)
+        for p in s.all(self.pool.Page):
+            bad = ((holders[p] >> ix(r) & 1) != 0) & shared_for_write(s, self.pool, r, p, self.indexes)
+            shared_of[r] = shared_of[r] | bad
+            if flag is not None:
+                s.flag(flag, bad)
+
+    def write(self, s: Any, r: Member) -> None:
+        """:meth:`check`, then ``pool.write`` of every page ``r`` holds (a write into a shared page is flagged)."""
+        self.check(s, r)
+        pages = self.pool.pages_of(s, r)
+        self.pool.write(s, r, pages)
+
+    def invariant(self, name: str = "no_write_to_shared_page") -> None:
+        """Register: no request writes a page that another request holds or that an index publishes."""
+        self.invariant_name = name
+        shared_var, Req = self.shared_var, self.pool.own.requests
+
+        def no_write_to_shared_page(s: Any) -> bool:
+            """No request writes a page that another request holds or that an index publishes."""
+            return not any(getattr(s, shared_var)[r] for r in s.all(Req))
+
+        self.pool.own.spec.invariant(no_write_to_shared_page, name=name)
+
+
 class ContentIndex:
     """Content keys of ``pool``'s pages and an index from keys (or their hashes) to published pages.
 
@@ -110,13 +178,7 @@ class ContentIndex:
         spec = pool.own.spec
         Req, Page = pool.own.requests, pool.Page
         title = name[:1].upper() + name[1:]
-        for other in also:
-            if not callable(getattr(other, "published", None)):
-                file, line = caller_location(2)
-                raise OwnershipError(Code.CONTENT_ALSO_NOT_INDEX,
-                                     f"content index {name}: also= names {other!r}, which has no published(s, page) query",
-                                     file, line)
-        self.also = tuple(also)
+        self.also = _check_indexes(f"content index {name}: also=", also)
         if isinstance(keys, Domain):
             self.Key = keys
         else:
@@ -192,11 +254,7 @@ class ContentIndex:
 
     def shared(self, s: Any, r: Member, p: Member) -> Any:
         """Whether page ``p`` is shared for a write by ``r``: another request holds it, or an index publishes it."""
-        others = (getattr(s, self.pool.holders_var)[p] & ~(1 << ix(r))) != 0
-        cond = others | self.published(s, p)
-        for other in self.also:
-            cond = cond | other.published(s, p)
-        return cond
+        return shared_for_write(s, self.pool, r, p, (self, *self.also))
 
     def _need_scopes(self, what: str) -> None:
         if self.scopes is None:
