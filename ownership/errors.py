@@ -73,6 +73,11 @@ class Code(enum.Enum):
     DEADLINE_INVALID = (90, "a deadline declaration is malformed")
     REGIONS_NO_TRANSFERS = (91, "a registration invariant watches no posted transfers")
 
+    CONTENT_HASH_TOO_SMALL = (100, "an injective hash needs at least as many hash values as content keys")
+    CONTENT_NO_SCOPES = (101, "a content-index operation names a scope, but the index declares no scopes")
+    CONTENT_ALSO_NOT_INDEX = (102, "a content index's also= names something that is not an index")
+    CONTENT_BAD_KEYS = (103, "a content index's keys are empty or repeated")
+
     @property
     def number(self) -> int:
         return self.value[0]

@@ -18,6 +18,8 @@ from conftest import ROOT
 from ownership.core.events import (
     DECLARED,
     Alloc,
+    ContentHit,
+    ContentRead,
     CopyFailed,
     DeadlineExpired,
     Decref,
@@ -75,6 +77,8 @@ ONE_OF_EACH: list[Event] = [
     PrefixRead(pool="kv", req="B", page="K1", node="x", kv="y", violates="prefix_read_matches"),
     Publish(pool="kv", req="A", page="K1", node="x"),
     Evict(pool="kv", req="B", page="K1", node="x", in_use_by=("A",), violates="no_evict_in_use"),
+    ContentHit(pool="kv", req="B", page="K0", entry="h0", key="yz", holds="xz"),
+    ContentRead(pool="kv", req="B", page="K0", expected="yz", holds="xz", writer="A", violates="no_wrong_content_read"),
     Reply(req="B", status=200),
     ReadPosted(channel="nixl", pool="prefill", req="A", pages=("P0",)),
     ReadInFlight(pool="prefill", req="A", page="P0", violates="no_free_with_read_in_flight"),

@@ -374,6 +374,33 @@ class Evict(Event):
     in_use_by: tuple[str, ...] = _many()
 
 
+# -- content identity (vocab/content.py) -----------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class ContentHit(Event):
+    """``req`` looks up index key ``entry`` for content ``key`` and gets ``page``, which holds ``holds``."""
+
+    KIND: ClassVar[str] = "content_hit"
+    pool: str
+    req: str
+    page: str
+    entry: str
+    key: str
+    holds: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContentRead(Event):
+    """``req`` reads ``page`` expecting content ``expected``; it holds ``holds``, written by ``writer``."""
+
+    KIND: ClassVar[str] = "content_read"
+    pool: str
+    req: str
+    page: str
+    expected: str
+    holds: str
+    writer: str
+
+
 # -- specs ----------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Reply(Event):
@@ -403,6 +430,7 @@ DECLARED: tuple[type[Event], ...] = (
     Alloc, Write, Read, Free, Transfer, Decref, CopyFailed, Demote, WriteInFlight, FreeDeferred,
     PrefixHit, PrefixRead, Publish, Evict, Reply,
     ReadPosted, ReadInFlight, Registered, Deregistered, TransferOnDeregistered, DeadlineExpired,
+    ContentHit, ContentRead,
 )
 """Every declared kind with a fixed name (:class:`WritePosted`'s name is its channel's)."""
 

@@ -180,6 +180,10 @@ class PrefixIndex:
         """Whether block ``n`` is in the index."""
         return self.count(s, n) > 0
 
+    def published(self, s: Any, p: Any) -> Any:
+        """Whether page ``p`` is the value of an entry of the index (for ``no_write_to_shared_page``)."""
+        return getattr(s, self.node_var)[p] != None  # noqa: E711 - also runs on solver terms
+
     def evictable(self, s: Any) -> Any:
         """Pages in the index whose entry has no lock reference (mini-sglang's ``evictable_size``)."""
         nodes = getattr(s, self.node_var)
