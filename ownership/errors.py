@@ -70,6 +70,7 @@ class Code(enum.Enum):
     MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
     MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
     MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
+    CACHE_INVALID = (105, "a cache or a pair of caches is declared wrongly")
 
     @property
     def number(self) -> int:
