@@ -483,7 +483,8 @@ class PairedCaches:
 
     def matchable(self, s: Any, node: Any) -> Any:
         """Node ``node`` holds full pages and is no tombstone of the window pool."""
-        return self.full.cached(s, node) & _not(self.window.tombstoned(s, node))
+        # (a & b) == 1: under Z3, & of two truth values is a one-bit number; the comparison keeps a truth value.
+        return (self.full.cached(s, node) & _not(self.window.tombstoned(s, node))) == 1
 
     def match(self, s: Any, r: Member, node: Any) -> None:
         """Map and lock both halves of ``node`` (not enabled for a window tombstone)."""
