@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
 from ownership.vocab.cache import Cache, PairedCaches, register_partition
 from ownership.vocab.prefix import PrefixIndex
 
@@ -554,3 +556,16 @@ def test_split_under_bmc_and_prove() -> None:
     b = bmc(Instance(spec), BmcOptions(max_depth=e.stats.depth + 1))
     assert b.verdict in (Verdict.BOUNDED_OK, Verdict.PROVED) and b.violated is None
     assert prove(Instance(spec), BmcOptions()).verdict is Verdict.PROVED
+
+
+# -- the documented example ----------------------------------------------------------------------
+def test_the_example_in_the_vocabulary_guide_runs_and_finds_the_release_in_use(tmp_path: Path) -> None:
+    from conftest import ROOT
+
+    doc = (ROOT / "docs" / "vocabulary.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Hand-off to a cache"):]
+    code = section[section.index("```python\n") + len("```python\n"):section.index("```\n", section.index("```python"))]
+    (tmp_path / "cache_example.py").write_text(code, encoding="utf-8")
+    result = explore(Instance(load_spec(tmp_path / "cache_example.py")))
+    assert result.violated == "no_release_in_use" and result.trace is not None
+    assert [s.action for s in result.trace.steps] == ["prefill", "evict"]
