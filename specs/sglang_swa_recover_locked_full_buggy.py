@@ -46,7 +46,7 @@ as they run in one scheduler iteration.
 from typing import Annotated
 
 from ownership import Element, Enum, Ownership, Source, Spec, require, violates
-from ownership.vocab.cache import Cache, PairedCaches
+from ownership.vocab.cache import Cache, PairedCaches, overwrite_row
 
 spec = Spec(
     "sglang_swa_recover_locked_full_buggy",
@@ -79,6 +79,7 @@ X = 0  # the prompt's only node
 
 Phase = Enum("Phase", "IDLE RUNNING DONE")
 spec.var("phase", Phase, per=Req, init=Phase.IDLE, doc="where the request is")
+spec.var("locked", bool, per=Req, init=False, doc="the request holds its Full lock on the node (req.last_node)")
 spec.var("swa_locked", bool, per=Req, init=False, doc="the request holds its SWA lock (swa_prefix_lock_released is false)")
 
 
@@ -108,8 +109,12 @@ def prefill(s, r: ReqId):
         full_pool.write(s, r, full_pool.pages_of(s, r))
         swa_pool.write(s, r, swa_pool.pages_of(s, r))
         insert(s, r)
-    tree.match(s, r, X)  # match_prefix + inc_lock_ref(new_last_node)
-    s.swa_locked[r] = True
+    if tree.matchable(s, X):  # match_prefix + inc_lock_ref(new_last_node); no match: it keeps its own pages
+        tree.match(s, r, X)
+        overwrite_row(s, full_pool, r, 0, 1)  # req_to_token_pool.write(new_indices): the row names the tree's pages
+        overwrite_row(s, swa_pool, r, 0, 1)
+        s.locked[r] = True
+        s.swa_locked[r] = True
     s.phase[r] = Phase.RUNNING
 
 
@@ -127,10 +132,13 @@ def window_passes(s, r: ReqId):
 def finish(s, r: ReqId):
     """cache_finished_req: nothing new to insert; dec_lock_ref (skip_swa once released); the slot goes."""
     require(s.phase[r] == Phase.RUNNING)
-    full.unmatch(s, r, X)
+    if s.locked[r]:
+        full.unmatch(s, r, X)
+        s.locked[r] = False
     if s.swa_locked[r]:
         swa.unmatch(s, r, X)
         s.swa_locked[r] = False
+    tree.free(s, r)  # pages the tree did not take (none when the insert succeeded) go back
     full.drop(s, r)  # req_to_token_pool.free(req_pool_idx): the row's mappings go
     swa.drop(s, r)
     s.phase[r] = Phase.DONE

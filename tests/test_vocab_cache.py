@@ -18,7 +18,7 @@ from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
-from ownership.vocab.cache import Cache, PairedCaches, register_partition
+from ownership.vocab.cache import Cache, PairedCaches, overwrite_row, register_partition
 from ownership.vocab.prefix import PrefixIndex
 
 
@@ -29,7 +29,7 @@ def tiny(pages: int = 2, nodes: tuple[str, ...] = ("x",)) -> tuple[Spec, PagePoo
     own = Ownership(spec, requests=Req)
     pool = own.pool("kv", pages, prefix="K")
     cache = Cache(pool, "tree", list(nodes))
-    cache.invariants()
+    cache.invariants(idle=lambda s: False)  # these bodies leave pages in tables; the idle check has its own test
     own.invariants("no_double_ownership")
     return spec, pool, cache
 
@@ -42,7 +42,7 @@ def paired(pages: int = 2) -> tuple[Spec, PairedCaches]:
     full = Cache(own.pool("full", pages, prefix="F"), "full_tree", ["x"])
     window = Cache(own.pool("swa", pages, prefix="S"), "swa_tree", full.Node)
     pair = PairedCaches(full, window)
-    pair.invariants()
+    pair.invariants(idle=lambda s: False)
     return spec, pair
 
 
@@ -331,6 +331,72 @@ def test_a_tombstone_holding_pages_and_a_negative_lock_are_violations() -> None:
 
     inst, out, st = one(spec, unlock)
     assert inst.violated(out.state) == "cache_locks_nonnegative"
+
+
+def test_a_node_holding_two_pages_at_one_offset_breaks_unique_offsets() -> None:
+    spec, pool, cache = tiny(pages=2)
+
+    def body(s):  # noqa: ANN001, ANN202
+        pool.alloc(s, 0, 1)
+        cache.hand_off(s, 0, 0)
+        pool.alloc(s, 1, 1)
+        cache.hand_off(s, 1, 0)  # a re-insert that adds the second request's page instead of replacing
+
+    inst, out, st = one(spec, body)
+    assert st["tree_pos"] == {"K0": 0, "K1": 0} and inst.violated(out.state) == "cache_offsets_unique"
+
+
+def test_a_page_left_in_a_finished_requests_table_is_a_leak_when_idle() -> None:
+    spec = Spec("tiny_idle")
+    Req = spec.domain("Req", 1, names="A")
+    own = Ownership(spec, requests=Req)
+    pool = own.pool("kv", 2, prefix="K")
+    cache = Cache(pool, "tree", ["x"])
+    cache.invariants("pages_cached_or_free_when_idle")
+    spec.var("done", bool, per=Req, init=False)
+    spec.terminal(lambda s: all(s.done[r] for r in s.all(Req)))
+
+    def leaky(s):  # noqa: ANN001, ANN202
+        pool.alloc(s, 0, 2)
+        cache.hand_off(s, 0, 0, count=1)  # only the first page goes to the cache
+        s.done[0] = True
+
+    inst, outs = run(spec, leaky)
+    assert {inst.violated(o.state) for o in outs} == {"pages_cached_or_free_when_idle"}
+
+    def tidy(s):  # noqa: ANN001, ANN202
+        pool.alloc(s, 0, 2)
+        cache.hand_off(s, 0, 0, count=1)
+        pool.free(s, 0)  # the rest goes back
+        s.done[0] = True
+
+    inst, outs = run(spec, tidy)
+    assert {inst.violated(o.state) for o in outs} == {None}
+
+
+def test_overwriting_a_row_that_still_holds_its_page_leaks_it() -> None:
+    spec, pool, cache = tiny(pages=2)
+
+    def leak(s):  # noqa: ANN001, ANN202
+        pool.alloc(s, 0, 1)
+        pool.alloc(s, 1, 1)
+        cache.hand_off(s, 1, 0)
+        cache.match(s, 0, 0)
+        overwrite_row(s, pool, 0, 0, 1)  # A's own page at slot 0 is overwritten with the cached one
+
+    inst, outs = run(spec, leak)
+    assert {inst.violated(o.state) for o in outs} == {"pages_partitioned"}
+
+    def freed_first(s):  # noqa: ANN001, ANN202
+        pool.alloc(s, 0, 1)
+        pool.alloc(s, 1, 1)
+        cache.hand_off(s, 1, 0)
+        pool.free(s, 0)  # the duplicate goes back first, as insert does
+        cache.match(s, 0, 0)
+        overwrite_row(s, pool, 0, 0, 1)
+
+    inst, outs = run(spec, freed_first)
+    assert {inst.violated(o.state) for o in outs} == {None}
 
 
 def test_a_prefix_index_declares_a_keeper_and_its_pages_count_in_the_partition() -> None:

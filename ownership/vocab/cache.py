@@ -34,7 +34,8 @@ and registers ``pairs_held_together``.
 
 The built-in invariants (``pages_partitioned``, ``cache_accounting``,
 ``cache_pages_single_node``, ``tombstones_hold_nothing``,
-``no_release_in_use``, ``cache_locks_nonnegative``) are registered by
+``no_release_in_use``, ``cache_offsets_unique``, ``cache_locks_nonnegative``,
+``pages_cached_or_free_when_idle``) are registered by
 :meth:`Cache.invariants` or :meth:`PairedCaches.invariants`.  The partition
 counts every ``"keeper"`` mark of a pool, so a
 :class:`~ownership.vocab.prefix.PrefixIndex`'s pages count as cache-held too.
@@ -42,6 +43,11 @@ counts every ``"keeper"`` mark of a pool, so a
 Everything is written with the primitives a spec uses (state variables,
 comparisons, ``require``, loops over domains) and conditional writes that
 are one ``If`` term under the Z3 engines, so every engine runs it unchanged.
+
+The module runs over 400 lines because it is one concept: the third place
+a page can be, whose operations and invariants share the cache's state
+variables, and the paired allocator is two such caches driven together
+(its operations are the single cache's, called on both halves).
 """
 
 from __future__ import annotations
@@ -336,12 +342,13 @@ class Cache:
             s.emit(NodeSplit(pool=self.pool.name, node=self._node(s, n), into=self._node(s, m), pages=tuple(moved)))
 
     # -- built-in invariants ---------------------------------------------------------------------
-    def invariants(self, *names: str, spec: Spec | None = None) -> None:
+    def invariants(self, *names: str, idle: Callable[[Any], bool] | None = None, spec: Spec | None = None) -> None:
         """Register this cache's invariants by name (all of them when none are named).
 
-        ``spec`` registers them on a spec derived from the cache's.
+        ``idle`` is as for :func:`cache_builtins`; ``spec`` registers them on a
+        spec derived from the cache's.
         """
-        _register(self.spec, spec, cache_builtins([self]), names, "cache")
+        _register(self.spec, spec, cache_builtins([self], idle), names, "cache")
 
     # -- display ----------------------------------------------------------------------------------
     def _req(self, s: Any, r: Any) -> str:
@@ -354,8 +361,12 @@ class Cache:
         return s.name_of(self.Node, n)
 
 
-def cache_builtins(caches: Sequence[Cache]) -> dict[str, Callable[[Any], bool]]:
-    """The built-in invariants over ``caches`` (and every pool of their ``Ownership``), by name."""
+def cache_builtins(caches: Sequence[Cache], idle: Callable[[Any], bool] | None = None) -> dict[str, Callable[[Any], bool]]:
+    """The built-in invariants over ``caches`` (and every pool of their ``Ownership``), by name.
+
+    ``idle(s)`` is true when no request is in flight (defaults to the
+    spec's ``@spec.terminal`` predicate), for ``pages_cached_or_free_when_idle``.
+    """
     own: Ownership = caches[0].pool.own
     Req = own.requests
 
@@ -399,6 +410,30 @@ def cache_builtins(caches: Sequence[Cache]) -> dict[str, Callable[[Any], bool]]:
         """No cache returns a page to the free list while a request's page table still maps it."""
         return not any(getattr(s, c.lost_var)[r] for c in caches for r in s.all(Req))
 
+    def cache_offsets_unique(s: Any) -> bool:
+        """No two pages of one node sit at the same offset of its value (a re-insert replaces, never adds)."""
+        for c in caches:
+            pos = getattr(s, c.pos_var)
+            for m in s.all(c.Node):
+                for p in s.all(c.pool.Page):
+                    twins = sum(c.holds(s, m, q) & (pos[q] == pos[p]) for q in s.all(c.pool.Page))
+                    if c.holds(s, m, p) & (twins > 1):
+                        return False
+        return True
+
+    def pages_cached_or_free_when_idle(s: Any) -> bool:
+        """When no request is in flight, no page is left in a request's page table: each is free or cached.
+
+        A request's pages either went to the cache (hand-off) or back to the
+        free list; one still in a finished request's table is a leak.
+        """
+        if not (idle(s) if idle is not None else s.terminal()):
+            return True
+        return all(getattr(s, pool.holders_var)[p] == 0 for pool in own.pools for p in s.all(pool.Page))
+
+    if idle is None:
+        pages_cached_or_free_when_idle.needs_terminal = True  # type: ignore[attr-defined]
+
     def cache_locks_nonnegative(s: Any) -> bool:
         """No node's lock count drops below zero (an unlock without its lock)."""
         return all(getattr(s, c.lock_var)[m] >= 0 for c in caches for m in s.all(c.Node))
@@ -409,7 +444,9 @@ def cache_builtins(caches: Sequence[Cache]) -> dict[str, Callable[[Any], bool]]:
         "cache_pages_single_node": cache_pages_single_node,
         "tombstones_hold_nothing": tombstones_hold_nothing,
         "no_release_in_use": no_release_in_use,
+        "cache_offsets_unique": cache_offsets_unique,
         "cache_locks_nonnegative": cache_locks_nonnegative,
+        "pages_cached_or_free_when_idle": pages_cached_or_free_when_idle,
     }
 
 
@@ -422,6 +459,23 @@ def _register(home: Spec, spec: Spec | None, builtins: dict[str, Callable[[Any],
             raise OwnershipError(Code.UNKNOWN_INVARIANT, f"no {what} invariant {n!r} (known: {', '.join(builtins)})",
                                  file, line)
         target.invariant(builtins[n], name=n)
+
+
+def overwrite_row(s: Any, pool: PagePool, r: Member, first_slot: int, count: int) -> None:
+    """``r``'s page-table slots ``first_slot ..`` (``count`` of them) are overwritten with cached pages.
+
+    What ``req_to_token_pool.write`` does after a re-match: the row now names
+    the cache's pages.  A page ``r``'s table still held in those slots loses
+    its holder without a free (a leak ``pages_partitioned`` reports), so
+    callers free or hand off a row's own pages first.
+    """
+    holders = getattr(s, pool.holders_var)
+    slot = getattr(s, pool.slot_var)
+    keep = ~(1 << ix(r))
+    for p in s.all(pool.Page):
+        over = _req_holds(s, pool, r, p) & (slot[p] >= first_slot) & (slot[p] < first_slot + count)
+        _set_if(s, holders, p, over, holders[p] & keep)
+        _set_if(s, slot, p, over, -1)
 
 
 def register_partition(own: Ownership, *, spec: Spec | None = None) -> None:
@@ -500,9 +554,9 @@ class PairedCaches:
         self.full.release(s, n)
         self.window.release(s, n)
 
-    def invariants(self, *names: str, spec: Spec | None = None) -> None:
+    def invariants(self, *names: str, idle: Callable[[Any], bool] | None = None, spec: Spec | None = None) -> None:
         """Register the invariants over both caches and pools (all when none are named), and ``pairs_held_together``."""
-        builtins = cache_builtins([self.full, self.window])
+        builtins = cache_builtins([self.full, self.window], idle)
         builtins["pairs_held_together"] = self._pairs_held_together()
         _register(self.full.spec, spec, builtins, names, "paired-cache")
 
@@ -533,4 +587,4 @@ class PairedCaches:
         return pairs_held_together
 
 
-__all__ = ["Cache", "PairedCaches", "cache_builtins", "kept", "partitioned", "register_partition"]
+__all__ = ["Cache", "PairedCaches", "cache_builtins", "kept", "overwrite_row", "partitioned", "register_partition"]
