@@ -1,13 +1,13 @@
 """The library specs built on the cache vocabulary (ownership.vocab.cache).
 
-Pinned state counts and the shortest counterexample of the SGLang SWA
-radix-cache pair (PR #29352), the engines' agreement on it, what the fix
-relies on, and the prefix-index specs checked against the partition.
+Pinned state counts and the shortest counterexamples of the two SGLang SWA
+radix-cache pairs (PR #29352, PR #22470), the engines' agreement on them,
+what the fixes rely on, and the prefix-index specs checked against the
+partition.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +29,8 @@ from ownership.vocab.cache import register_partition
 
 SWA_BUGGY = "sglang_swa_recover_locked_full_buggy"
 SWA_FIXED = "sglang_swa_recover_locked_full_fixed"
+WIN_BUGGY = "sglang_swa_insert_evicted_window_buggy"
+WIN_FIXED = "sglang_swa_insert_evicted_window_fixed"
 
 # (spec, symmetry) -> (verdict, distinct states, transitions, depth, violated invariant).
 # For a buggy spec the counts are those explored until the violation (breadth-first, deterministic).
@@ -37,11 +39,18 @@ PINNED = {
     (SWA_BUGGY, False): (Verdict.VIOLATED, 38, 39, 3, "no_release_in_use"),
     (SWA_FIXED, True): (Verdict.PROVED, 53, 80, 7, None),
     (SWA_FIXED, False): (Verdict.PROVED, 409, 632, 7, None),
+    (WIN_BUGGY, True): (Verdict.VIOLATED, 9, 12, 3, "window_held_unless_tombstone"),
+    (WIN_BUGGY, False): (Verdict.VIOLATED, 35, 39, 3, "window_held_unless_tombstone"),
+    (WIN_FIXED, True): (Verdict.PROVED, 56, 74, 6, None),
+    (WIN_FIXED, False): (Verdict.PROVED, 425, 560, 6, None),
 }
 
 LARGER = {
     (SWA_BUGGY, (("full_pages", 3), ("requests", 3), ("swa_pages", 3))): (Verdict.VIOLATED, 11, 17, 3, "no_release_in_use"),
     (SWA_FIXED, (("full_pages", 3), ("requests", 3), ("swa_pages", 3))): (Verdict.PROVED, 286, 658, 10, None),
+    (WIN_BUGGY, (("full_pages", 3), ("requests", 3), ("swa_pages", 3))):
+        (Verdict.VIOLATED, 10, 17, 3, "window_held_unless_tombstone"),
+    (WIN_FIXED, (("full_pages", 3), ("requests", 3), ("swa_pages", 3))): (Verdict.PROVED, 336, 662, 9, None),
 }
 
 
@@ -60,7 +69,7 @@ def test_pinned_state_counts_of_larger_instances(name: str, params: tuple[tuple[
 
 
 def test_declared_expectations_match_the_explorer() -> None:
-    for name in (SWA_BUGGY, SWA_FIXED):
+    for name in (SWA_BUGGY, SWA_FIXED, WIN_BUGGY, WIN_FIXED):
         spec = load_spec(SPECS / f"{name}.py")
         result = explore(Instance(spec))
         assert spec.expect is not None
@@ -122,27 +131,61 @@ def test_without_a_running_request_the_shipped_recovery_is_safe() -> None:
     assert explore(instance(SWA_BUGGY, requests=1)).verdict is Verdict.PROVED
 
 
+# -- SGLang PR #22470 ----------------------------------------------------------------------------
+def test_a_block_whose_window_pages_are_gone_is_inserted_as_a_live_node() -> None:
+    trace = explore(instance(WIN_BUGGY)).trace
+    assert trace is not None
+    assert [s.action for s in trace.steps] == ["prefill", "window_passes", "finish"]
+    req = trace.steps[0].args[0]
+    (freed,) = _events(trace.steps[1], "free")
+    assert freed.get("pool") == "swa" and freed.get("req") == req
+    (off,) = _events(trace.steps[2], "hand_off")
+    assert off.get("pool") == "full"  # only the Full half reaches the node: the SWA half is already free
+    last = trace.states[3]
+    assert last["swa_tree_tomb"]["x"] is False and sorted(last["full_tree_held"].values()) == [[], ["x"]]
+    assert all(h == [] for h in last["swa_tree_held"].values())
+
+
+def test_the_evicted_window_bug_keeps_pages_partitioned_and_the_pairs_together() -> None:
+    """The fault is the node's claim to be live, not a page in two places: only the tree's own invariant sees it."""
+    result = explore(instance(WIN_BUGGY), ExploreOptions(invariants=("pages_partitioned", "pairs_held_together")))
+    assert result.verdict is Verdict.PROVED
+
+
+def test_without_the_window_passing_the_block_the_shipped_insert_is_safe() -> None:
+    base = load_spec(SPECS / f"{WIN_BUGGY}.py")
+    spec = base.derive("swa_window_never_passes", expect=safe())
+    del spec.actions["window_passes"]
+    assert explore(Instance(spec)).verdict is Verdict.PROVED
+
+
 # -- engines ---------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_bmc_finds_the_same_shortest_violation() -> None:
-    result = bmc(instance(SWA_BUGGY), BmcOptions(max_depth=3))
-    assert result.verdict is Verdict.VIOLATED and result.violated == "no_release_in_use"
+@pytest.mark.parametrize(("name", "violated"), [(SWA_BUGGY, "no_release_in_use"),
+                                                (WIN_BUGGY, "window_held_unless_tombstone")])
+def test_bmc_finds_the_same_shortest_violation(name: str, violated: str) -> None:
+    result = bmc(instance(name), BmcOptions(max_depth=3))
+    assert result.verdict is Verdict.VIOLATED and result.violated == violated
     assert result.trace is not None and len(result.trace) == 3
 
 
-def test_hypothesis_finds_the_violation() -> None:
-    result = check_stateful(instance(SWA_BUGGY), HypothesisOptions(seed=1))
-    assert result.verdict is Verdict.VIOLATED and result.violated == "no_release_in_use"
+@pytest.mark.parametrize(("name", "violated"), [(SWA_BUGGY, "no_release_in_use"),
+                                                (WIN_BUGGY, "window_held_unless_tombstone")])
+def test_hypothesis_finds_the_violation(name: str, violated: str) -> None:
+    result = check_stateful(instance(name), HypothesisOptions(seed=1))
+    assert result.verdict is Verdict.VIOLATED and result.violated == violated
 
 
 @pytest.mark.slow
-def test_prove_proves_the_fix() -> None:
-    result = prove(instance(SWA_FIXED), BmcOptions())
+@pytest.mark.parametrize("name", [SWA_FIXED, WIN_FIXED])
+def test_prove_proves_the_fix(name: str) -> None:
+    result = prove(instance(name), BmcOptions())
     assert result.verdict is Verdict.PROVED, result.notes
 
 
-def test_committed_counterexample_replays(tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, ["replay", str(SPECS.parent / "counterexamples" / SWA_BUGGY / "trace.json")])
+@pytest.mark.parametrize("name", [SWA_BUGGY, WIN_BUGGY])
+def test_committed_counterexample_replays(name: str) -> None:
+    res = CliRunner().invoke(app, ["replay", str(SPECS.parent / "counterexamples" / name / "trace.json")])
     assert res.exit_code == 0 and res.stdout.startswith("REPLAYED"), res.output
 
 

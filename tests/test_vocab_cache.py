@@ -474,6 +474,28 @@ def test_a_full_page_released_before_its_window_page_breaks_the_pair() -> None:
     assert {inst.violated(o.state) for o in outs} == {"pairs_held_together"}
 
 
+def test_a_live_node_without_its_window_pages_breaks_the_pair() -> None:
+    spec, pair = paired()
+
+    def body(s):  # noqa: ANN001, ANN202
+        pair.alloc(s, 0, 1)
+        pair.free_window(s, 0, below=1)  # the window moved past the block
+        pair.hand_off(s, 0, 0)  # inserted as a live node all the same
+
+    inst, outs = run(spec, body)
+    assert {inst.violated(o.state) for o in outs} == {"window_held_unless_tombstone"}
+    assert [e.kind for e in outs[0].events] == ["alloc", "alloc", "free", "hand_off"]
+
+    def tombstoned(s):  # noqa: ANN001, ANN202
+        pair.alloc(s, 0, 1)
+        pair.free_window(s, 0, below=1)
+        pair.full.hand_off(s, 0, 0)
+        s.swa_tree_tomb[0] = True  # the same node as a tombstone is what the tree means
+
+    inst, outs = run(spec, tombstoned)
+    assert {inst.violated(o.state) for o in outs} == {None}
+
+
 def test_paired_hand_off_match_and_evict() -> None:
     spec, pair = paired(pages=1)
 

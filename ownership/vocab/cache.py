@@ -30,7 +30,7 @@ A second pool managed alongside the first (SGLang's SWA hybrid allocator
 sliding-window page) is a second :class:`Cache` over the same node domain;
 :class:`PairedCaches` declares the pair, allocates and frees both halves
 together, releases a request's SWA pages outside the window on their own
-and registers ``pairs_held_together``.
+and registers ``pairs_held_together`` and ``window_held_unless_tombstone``.
 
 The built-in invariants (``pages_partitioned``, ``cache_accounting``,
 ``cache_pages_single_node``, ``tombstones_hold_nothing``,
@@ -55,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ownership.core.events import CacheHit, CacheRelease, HandOff, NodeSplit, Tombstone
+from ownership.core.events import CacheHit, CacheRelease, Free, HandOff, NodeSplit, Tombstone
 from ownership.errors import Code, OwnershipError, caller_location
 from ownership.lang.declarations import Domain
 from ownership.lang.elements import Member, ix
@@ -495,7 +495,8 @@ class PairedCaches:
     request's two page tables (``full_to_swa_index_mapping``) and in the same
     node of the tree.  The window pool's pages may be released early (outside
     the sliding window, or a tombstoned node), the full pages never before
-    them: ``pairs_held_together``.
+    them: ``pairs_held_together``; a node that is no tombstone of the window
+    pool holds both halves: ``window_held_unless_tombstone``.
     """
 
     def __init__(self, full: Cache, window: Cache) -> None:
@@ -524,11 +525,16 @@ class PairedCaches:
         holders = getattr(s, pool.holders_var)
         slot = getattr(s, pool.slot_var)
         keep = ~(1 << ix(r))
+        freed = []
         for p in s.all(pool.Page):
             out = _req_holds(s, pool, r, p) & (slot[p] < below)
             _set_if(s, free, p, out, free[p] + 1)
             _set_if(s, holders, p, out, holders[p] & keep)
             _set_if(s, slot, p, out, -1)
+            if s.recording and out:
+                freed.append(s.name_of(pool.Page, p))
+        if s.recording and freed:
+            s.emit(Free(pool=pool.name, req=s.name_of(pool.own.requests, r), pages=tuple(freed)))
 
     def hand_off(self, s: Any, r: Member, node: Any, first_slot: int = 0, count: int | None = None) -> None:
         """Both halves of ``r``'s tokens at those slots go to ``node`` (see :meth:`Cache.hand_off`)."""
@@ -555,9 +561,14 @@ class PairedCaches:
         self.window.release(s, n)
 
     def invariants(self, *names: str, idle: Callable[[Any], bool] | None = None, spec: Spec | None = None) -> None:
-        """Register the invariants over both caches and pools (all when none are named), and ``pairs_held_together``."""
+        """Register the invariants over both caches and pools (all when none are named), and the two of the pair.
+
+        ``pairs_held_together`` and ``window_held_unless_tombstone`` come on
+        top of :func:`cache_builtins` over both caches.
+        """
         builtins = cache_builtins([self.full, self.window], idle)
         builtins["pairs_held_together"] = self._pairs_held_together()
+        builtins["window_held_unless_tombstone"] = self._window_held_unless_tombstone()
         _register(self.full.spec, spec, builtins, names, "paired-cache")
 
     def _pairs_held_together(self) -> Callable[[Any], bool]:
@@ -585,6 +596,25 @@ class PairedCaches:
             return True
 
         return pairs_held_together
+
+    def _window_held_unless_tombstone(self) -> Callable[[Any], bool]:
+        full, window = self.full, self.window
+
+        def window_held_unless_tombstone(s: Any) -> bool:
+            """A node that is no window tombstone holds a window page for each of its full pages.
+
+            SWARadixCache's own bookkeeping: ``swa_evictable_size_`` counts the
+            tokens of every non-tombstone node, so a node inserted as live whose
+            window pages were already released inflates it (and its eviction
+            frees what the window pool no longer has).
+            """
+            tomb = getattr(s, window.tomb_var)
+            for m in s.all(full.Node):
+                if _not(tomb[m]) & (window.count(s, m) != full.count(s, m)):
+                    return False
+            return True
+
+        return window_held_unless_tombstone
 
 
 __all__ = ["Cache", "PairedCaches", "cache_builtins", "kept", "overwrite_row", "partitioned", "register_partition"]
