@@ -78,6 +78,8 @@ class Code(enum.Enum):
     CONTENT_ALSO_NOT_INDEX = (102, "a content index's also= names something that is not an index")
     CONTENT_BAD_KEYS = (103, "a content index's keys are empty or repeated")
 
+    CACHE_INVALID = (105, "a cache or a pair of caches is declared wrongly")
+
     @property
     def number(self) -> int:
         return self.value[0]

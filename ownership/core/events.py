@@ -400,6 +400,59 @@ class ContentRead(Event):
     holds: str
     writer: str
 
+# -- hand-off to a cache (vocab/cache.py) ---------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class HandOff(Event):
+    """``req``'s page table lets go of ``pages`` and cache node ``node`` holds them (no free)."""
+
+    KIND: ClassVar[str] = "hand_off"
+    pool: str
+    req: str
+    node: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheHit(Event):
+    """``req`` matches cache node ``node``: its table maps ``pages`` and the node is locked."""
+
+    KIND: ClassVar[str] = "cache_hit"
+    pool: str
+    req: str
+    node: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheRelease(Event):
+    """Cache node ``node`` returns ``pages`` to the free list; ``in_use_by`` still map them."""
+
+    KIND: ClassVar[str] = "cache_release"
+    pool: str
+    node: str
+    pages: tuple[str, ...] = _many()
+    in_use_by: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tombstone(Event):
+    """Cache node ``node`` becomes a tombstone: it stays in the tree, holds nothing and cannot be matched."""
+
+    KIND: ClassVar[str] = "tombstone"
+    pool: str
+    node: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeSplit(Event):
+    """Cache node ``node`` is split: ``pages`` (its value from the split point on) move to ``into``."""
+
+    KIND: ClassVar[str] = "split"
+    pool: str
+    node: str
+    into: str
+    pages: tuple[str, ...] = _many()
+
 
 # -- specs ----------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
@@ -431,6 +484,7 @@ DECLARED: tuple[type[Event], ...] = (
     PrefixHit, PrefixRead, Publish, Evict, Reply,
     ReadPosted, ReadInFlight, Registered, Deregistered, TransferOnDeregistered, DeadlineExpired,
     ContentHit, ContentRead,
+    HandOff, CacheHit, CacheRelease, Tombstone, NodeSplit,
 )
 """Every declared kind with a fixed name (:class:`WritePosted`'s name is its channel's)."""
 

@@ -144,6 +144,7 @@ class PrefixIndex:
                  doc="history: a page this request's page table maps was evicted from the index")
         spec.var(self.stale_var, bool, per=Req, init=False, ghost=True,
                  doc="history: this request read a matched page holding other KV")
+        pool.mark(self.node_var, "keeper", f"in {name}")  # the index owns its pages: never drawn as lost
 
     # -- the static key tree ---------------------------------------------------------------
     def path(self, node: int | None) -> tuple[int, ...]:

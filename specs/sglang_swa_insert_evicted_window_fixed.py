@@ -1,0 +1,38 @@
+"""SGLang SWA radix cache with PR #22470: a block whose SWA KV is all evicted is freed, not inserted.
+
+Written as the patch on top of ``sglang_swa_insert_evicted_window_buggy``;
+only the new-node case of ``SWARadixCache._insert_helper`` changes, as in
+the defensive half of the upstream diff (python/sglang/srt/mem_cache/
+swa_radix_cache.py): when ``swa_evicted_seqlen == total_prefix_length +
+len(key)``, ``token_to_kv_pool_allocator.free(value)`` returns the
+request's remaining pages and no node is created ("leaf nodes must not be
+tombstone").
+
+Expected: safe; ``ownership prove`` proves it for executions of any length.
+"""
+
+import sglang_swa_insert_evicted_window_buggy as base
+from sglang_swa_insert_evicted_window_buggy import X, tree
+
+from ownership import Source, safe
+
+spec = base.spec.derive(
+    "sglang_swa_insert_evicted_window_fixed",
+    summary="SGLang SWA radix cache with PR #22470: a block with no SWA KV left is freed instead of inserted",
+    models=Source(
+        "SGLang",
+        "PR #22470",
+        where=("mem_cache/swa_radix_cache.py SWARadixCache._insert_helper (case 3: free value, no node)",),
+        links=("sglang PR #22470",),
+    ),
+    expect=safe(),
+)
+
+
+@spec.replace
+def insert_new_node(s, r) -> None:
+    """_insert_helper after PR #22470: every SWA token evicted: free the value and create no node."""
+    if s.swa_evicted[r]:  # FIX: swa_evicted_seqlen == total_prefix_length + len(key)
+        tree.free(s, r)
+        return
+    tree.hand_off(s, r, X)
