@@ -40,7 +40,8 @@ Eviction picks the node whenever nothing locks it.
 from typing import Annotated
 
 from ownership import Element, Enum, Ownership, Source, Spec, require, violates
-from ownership.vocab.cache import Cache, PairedCaches
+from ownership.vocab.cache import Cache
+from ownership.vocab.paired import PairedCaches
 
 spec = Spec(
     "sglang_swa_insert_evicted_window_buggy",

@@ -46,7 +46,8 @@ as they run in one scheduler iteration.
 from typing import Annotated
 
 from ownership import Element, Enum, Ownership, Source, Spec, require, violates
-from ownership.vocab.cache import Cache, PairedCaches, overwrite_row
+from ownership.vocab.cache import Cache, overwrite_row
+from ownership.vocab.paired import PairedCaches
 
 spec = Spec(
     "sglang_swa_recover_locked_full_buggy",

@@ -18,7 +18,8 @@ from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
-from ownership.vocab.cache import Cache, PairedCaches, overwrite_row, register_partition
+from ownership.vocab.cache import Cache, overwrite_row, register_partition
+from ownership.vocab.paired import PairedCaches
 from ownership.vocab.prefix import PrefixIndex
 
 
