@@ -8,9 +8,16 @@ finds, from a :class:`~ownership.core.trace.Trace` alone:
 * every event that breaks an invariant (:class:`Violation`), and the primary
   one: the first event of the last step that breaks the trace's own
   invariant, else the latest such event anywhere;
-* for a primary read, the page's history (:class:`PageHistory`) with its
-  **symptom** (the read) and its **root cause** (the step that left the wrong
-  content in place: see :attr:`PageHistory.root_cause`);
+* for a primary read, the page's history (:class:`PageHistory`);
+* for every primary violation, the **symptom** (the step of the offending
+  event), the **root cause** (the step that made it inevitable) and the
+  story in between, one :class:`Beat` per step that matters.  What counts as
+  the root cause depends on the event (see :func:`story_of`): the step that
+  sized the reader's request when the reader's own fill skipped the page; the
+  hand-over, free or write of stale content; the publish of a page nobody
+  wrote; the prefix hit that put a page in use unprotected; the free of a
+  page a write is still in flight into; the reference dropped before a
+  second free; the demotion that dropped the only copy;
 * the replies to clients (``reply`` events), since a success reply in the
   violating step means nobody hears of the bug.
 
@@ -25,7 +32,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ownership.core.events import Alloc, Event, Free, Read, Reply, Transfer, Write
+from ownership.core.events import (
+    Alloc,
+    CopyFailed,
+    Decref,
+    Demote,
+    Event,
+    Evict,
+    Free,
+    PrefixHit,
+    PrefixRead,
+    Publish,
+    Read,
+    Reply,
+    Transfer,
+    Write,
+    WriteInFlight,
+    WritePosted,
+)
 from ownership.core.schema import PageMark
 from ownership.core.trace import Trace
 
@@ -39,20 +63,27 @@ class PoolShape:
     free: str
     holders: str
     content: str
+    """``""`` for a pool that does not track whose KV a page holds (a block table's blocks)."""
     slot: str
     marks: tuple[PageMark, ...] = ()
     """The pool's marks whose variables are in the trace's states."""
+
+    @property
+    def shared(self) -> bool:
+        """Pages may have several holders: the pool counts references (it has a ``count`` mark)."""
+        return any(m.role == "count" for m in self.marks)
 
 
 def pool_shapes(trace: Trace) -> tuple[PoolShape, ...]:
     """The schema's pools whose variables really are in the trace's states."""
     out: list[PoolShape] = []
     for raw in trace.schema.pools or ():
-        if raw.name is None or raw.pages is None or raw.free is None or raw.holders is None or raw.content is None:
+        if raw.name is None or raw.pages is None or raw.free is None or raw.holders is None:
             continue
         marks = tuple(m for m in raw.marks if isinstance(trace.initial.get(m.var), Mapping))
-        pool = PoolShape(raw.name, raw.pages, raw.free, raw.holders, raw.content, raw.slot or "", marks)
-        if all(isinstance(trace.initial.get(v), Mapping) for v in (pool.free, pool.holders, pool.content)):
+        pool = PoolShape(raw.name, raw.pages, raw.free, raw.holders, raw.content or "", raw.slot or "", marks)
+        needed = (pool.free, pool.holders) + ((pool.content,) if pool.content else ())
+        if all(isinstance(trace.initial.get(v), Mapping) for v in needed):
             out.append(pool)
     return tuple(out)
 
@@ -61,6 +92,37 @@ def cell(state: Mapping[str, Any], var: str, key: str) -> Any:
     """``state[var][key]``, or ``None`` when ``var`` is not a table."""
     table = state.get(var)
     return table.get(key) if isinstance(table, Mapping) else None
+
+
+def truthy(value: Any) -> bool:
+    """Whether a mark's value is set: true, non-zero, non-empty, not ``None``."""
+    return value is not None and value is not False and value != 0 and value != [] and value != {}
+
+
+def keepers(state: Mapping[str, Any], pool: PoolShape, page: str) -> list[tuple[PageMark, Any]]:
+    """The ``keeper`` marks that hold ``page`` in ``state`` (a cache, a tree, a job), with their values."""
+    out = []
+    for m in pool.marks:
+        if m.role == "keeper":
+            value = cell(state, m.var, page)
+            if truthy(value):
+                out.append((m, value))
+    return out
+
+
+def pending(state: Mapping[str, Any], mark: PageMark, page: str) -> list[str]:
+    """The elements with an outstanding operation on ``page`` under a ``pending`` mark.
+
+    The variable is indexed by (element, page), a nested table in the state
+    JSON; one indexed the other way round (page, element) is read too.
+    """
+    table = state.get(mark.var)
+    if not isinstance(table, Mapping):
+        return []
+    inner = table.get(page)
+    if isinstance(inner, Mapping):
+        return [str(k) for k, v in inner.items() if truthy(v)]
+    return [str(k) for k, row in table.items() if isinstance(row, Mapping) and truthy(row.get(page))]
 
 
 @dataclass(frozen=True)
@@ -82,7 +144,18 @@ class Violation:
     @property
     def page(self) -> str | None:
         page = self.event.get("page")
+        if page is None and self.event.get("pages"):
+            page = self.event.get("pages")[0]
         return str(page) if page is not None else None
+
+
+@dataclass(frozen=True)
+class Beat:
+    """One step of the story, in words (``"A frees D0 (decode_finish(A)); ..."``)."""
+
+    step: int | None
+    """The step it happened at (``None``: a fact about the trace, such as a page never written)."""
+    text: str
 
 
 @dataclass(frozen=True)
@@ -106,6 +179,11 @@ class PageHistory:
     """The reader's own writes into the pool after it got the page: (step, page or pair)."""
     held: tuple[str, ...] = ()
     """The reader's pages in the pool when it reads."""
+    sized: tuple[int, str] | None = None
+    """The latest step before the reader got the page that set fields of its request which stay so until
+    the read (``"p_input_len=1, ..."``): what its page table and its fill were computed from."""
+    dropped: tuple[int, str] | None = None
+    """For a read of a copy that does not exist: the step that dropped it, and how (a demotion's note)."""
 
     @property
     def skipped(self) -> bool:
@@ -119,16 +197,19 @@ class PageHistory:
 
     @property
     def root_cause(self) -> int:
-        """The latest step of the history that left the wrong content in place for the read.
+        """The step of the history that made the read see the wrong content.
 
-        The reader's own fill that skipped the page, else the hand-over of the
-        page with old content still in it, else the free that did not clear
-        it, else the write of that content; the read itself when the page has
-        no history (never written, never moved).
+        When the reader filled pages of its own but not this one, the amounts
+        its page table and its fill were computed from disagree: the step
+        that set them (:attr:`sized`), else the fill itself.  Otherwise the
+        hand-over of the page with old content still in it, else the free
+        that did not clear it, else the write of that content; for a copy
+        that does not exist, the step that dropped it; the read itself when
+        the page has no history (never written, never moved).
         """
         if self.skipped:
-            return max(j for j, _ in self.filled)
-        for mark in (self.given, self.freed, self.written):
+            return self.sized[0] if self.sized is not None else max(j for j, _ in self.filled)
+        for mark in (self.given, self.freed, self.written, self.dropped):
             if mark is not None:
                 return mark[0]
         return self.read_step
@@ -137,6 +218,51 @@ class PageHistory:
     def steps(self) -> set[int]:
         """Every step of the history (drawn outlined in the picture)."""
         return {x[0] for x in (self.written, self.freed, self.given) if x is not None} | {self.read_step}
+
+    def beats(self, calls: Mapping[int, str]) -> list[Beat]:
+        """The history in words, one beat per step that matters, in step order."""
+        kv = f"{self.content}'s KV" if self.content else "nothing"
+        out: list[Beat] = []
+        if self.sized is not None and self.skipped:
+            j, fields = self.sized
+            out.append(Beat(j, f"{calls[j]} sets {self.reader}'s {fields}: what its {self.pool} pages and "
+                               "its fill are sized from"))
+        if self.written is not None:
+            j, how = self.written
+            via = f" copies {how}" if "->" in how else ""
+            by = self.writer or "?"
+            if self.content and by != self.content:
+                # A copy moves whatever the source page held, possibly someone else's KV.
+                out.append(Beat(j, f"{self.page} gets {kv}, written by {by} ({calls[j]}{via})"))
+            else:
+                out.append(Beat(j, f"{self.page} written by {by} ({calls[j]}{via})"))
+        elif self.dropped is not None:
+            j, how = self.dropped
+            out.append(Beat(j, f"{how} ({calls[j]})"))
+        elif self.content is None:
+            out.append(Beat(None, f"{self.page} was never written"))
+        if self.freed is not None:
+            j, who = self.freed
+            out.append(Beat(j, f"{who} frees {self.page} ({calls[j]}); freeing does not clear it, it still holds {kv}"))
+        if self.given is not None:
+            j, who = self.given
+            out.append(Beat(j, f"{self.page} is given to {who} ({calls[j]}) with {kv} still in it"))
+        if self.skipped:
+            steps = sorted({j for j, _ in self.filled})
+            where = ", ".join(calls[j] for j in steps)
+            what = ", ".join(how for _, how in self.filled)
+            n = len(self.filled)
+            if len(self.held) > n:
+                amount = f"only {n} of {self.reader}'s {len(self.held)} {self.pool} pages"
+            else:
+                amount = f"{n} page{'s' if n != 1 else ''} for {self.reader}"
+            out.append(Beat(steps[0], f"{where} fills {amount} ({what}); {self.page} is not overwritten"))
+        if self.dropped is not None and self.written is None:
+            out.append(Beat(self.read_step, f"{self.reader} reads its copy in the {self.pool} tier, which the index "
+                                            f"still names, and finds {self.page} ({calls[self.read_step]})"))
+        else:
+            out.append(Beat(self.read_step, f"{self.reader} reads {self.page} ({calls[self.read_step]})"))
+        return sorted(out, key=lambda b: -1 if b.step is None else b.step)
 
 
 @dataclass(frozen=True)
@@ -149,6 +275,14 @@ class Story:
     """``reply`` events with their step."""
     steps: int
     """How many steps the trace has."""
+    beats: tuple[Beat, ...] = ()
+    """The story in words, one beat per step that matters, in step order, ending at the symptom."""
+    cause: int | None = None
+    """The root-cause step (see :attr:`root_cause`)."""
+    focus: tuple[str, str] | None = None
+    """(pool, page) the story is about, when it is about one page of a drawn pool."""
+    focus_steps: frozenset[int] = frozenset()
+    """The steps of the story that changed that page (drawn outlined in the picture)."""
 
     @property
     def primary(self) -> Violation | None:
@@ -168,8 +302,13 @@ class Story:
 
     @property
     def root_cause(self) -> int | None:
-        """The step that caused it, when the page's history says (see :attr:`PageHistory.root_cause`)."""
-        return self.page.root_cause if self.page is not None else None
+        """The step that caused the primary violation (the symptom's own step when nothing earlier did)."""
+        return self.cause
+
+    @property
+    def cause_beat(self) -> Beat | None:
+        """The beat at the root-cause step (the first one there)."""
+        return next((b for b in self.beats if b.step is not None and b.step == self.cause), None)
 
 
 def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
@@ -180,7 +319,24 @@ def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
     replies = tuple(
         (i, e) for i, step in enumerate(trace.steps, start=1) for e in step.events if isinstance(e, Reply)
     )
-    return Story(found, _history(trace, shapes, primary), replies, len(trace.steps))
+    page = _history(trace, shapes, primary)
+    calls = {i: s.call for i, s in enumerate(trace.steps, start=1)}
+    beats: list[Beat] = []
+    cause: int | None = None
+    if page is not None:
+        beats, cause = page.beats(calls), page.root_cause
+        focus_steps = page.steps
+    elif primary is not None:
+        beats, cause = _beats(trace, shapes, primary, calls)
+        focus_steps = {b.step for b in beats if b.step is not None}
+    focus = None
+    if primary is not None and primary.pool is not None and primary.page is not None:
+        if any(p.name == primary.pool and primary.page in p.pages for p in shapes):
+            focus = (primary.pool, primary.page)
+    if focus is None or page is None and not beats:
+        focus_steps = set()
+    return Story(found, page, replies, len(trace.steps), tuple(beats), cause, focus,
+                 frozenset(focus_steps) if focus is not None else frozenset())
 
 
 def violations(trace: Trace) -> tuple[Violation, ...]:
@@ -215,6 +371,58 @@ def _events_before(trace: Trace, j: int, flag: Violation) -> Sequence[Event]:
     return events[: flag.pos] if j == flag.step else events
 
 
+def _earlier(trace: Trace, flag: Violation) -> list[tuple[int, Event]]:
+    """Every event before ``flag``'s, latest first, with its step."""
+    return [(j, e) for j in range(flag.step, 0, -1) for e in reversed(_events_before(trace, j, flag))]
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "{" + ",".join(str(v) for v in value) + "}"
+    return str(value)
+
+
+def _sized(trace: Trace, reader: str, before: int, read_step: int) -> tuple[int, str] | None:
+    """The latest step before ``before`` that set fields of ``reader``'s request which keep their value until the read.
+
+    A request's page table and the fill of its pages are both computed from
+    its own fields (a prompt length, a placeholder swapped in for a rejected
+    prompt); when the fill leaves pages out, the step that set those fields
+    is where the two amounts came apart.
+    """
+    states = trace.states
+    names = [v for v in trace.schema.per_request or () if isinstance(trace.initial.get(v), Mapping)]
+    for j in range(before - 1, 0, -1):
+        set_here = [
+            v for v in names
+            if cell(states[j], v, reader) != cell(states[j - 1], v, reader)
+            and cell(states[j], v, reader) == cell(states[read_step], v, reader)
+        ]
+        if set_here:
+            return j, ", ".join(f"{v}={_show(cell(states[j], v, reader))}" for v in set_here)
+    return None
+
+
+def _dropped(trace: Trace, flag: Violation, reader: str, pool: str) -> tuple[int, str] | None:
+    """For a read of a copy that does not exist: the demotion of ``reader`` into ``pool`` that dropped it."""
+    earlier = _earlier(trace, flag)
+    demote = next(((j, e) for j, e in earlier if isinstance(e, Demote) and e.req == reader and e.dst == pool), None)
+    if demote is None:
+        return None
+    j, d = demote
+    failed = next((e for i, e in earlier if i == j and isinstance(e, CopyFailed) and e.req == reader and e.dst == pool),
+                  None)
+    how = f"{reader} is demoted from the {d.src} tier to the {pool} tier: {d.note}"
+    if failed is not None:
+        how = (f"copying {reader} to the {pool} tier fails ({failed.reason}), and {reader} is demoted from the "
+               f"{d.src} tier all the same: {d.note}")
+    return j, how
+
+
 def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -> PageHistory | None:
     """Who wrote the page the offending read saw, who freed it, who got it next."""
     if flag is None or not isinstance(flag.event, Read) or flag.pool is None or flag.page is None:
@@ -233,7 +441,7 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
         if hit is not None:
             written, writer = (j, hit[0]), str(hit[1].get("req", "?"))
             break
-    if written is None and pool is not None:
+    if written is None and pool is not None and pool.content:
         for j in range(flag.step, 0, -1):
             if cell(states[j], pool.content, page) != cell(states[j - 1], pool.content, page):
                 written, writer = (j, "content"), content
@@ -275,4 +483,126 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
         holders = states[flag.step].get(pool.holders)
         if isinstance(holders, Mapping):
             held = tuple(p for p in pool.pages if reader in (holders.get(p) or []))
-    return PageHistory(name, page, content, reader, flag.step, written, writer, freed, given, tuple(filled), held)
+    sized = _sized(trace, reader, given[0] if given else (filled[0][0] if filled else 0), flag.step) if filled else None
+    dropped = None
+    if written is None and (pool is None or page not in pool.pages):
+        dropped = _dropped(trace, flag, reader, name)
+    return PageHistory(name, page, content, reader, flag.step, written, writer, freed, given, tuple(filled), held,
+                       sized, dropped)
+
+
+# -- stories of violations that are not reads ------------------------------------------------
+def _beats(
+    trace: Trace, pools: Sequence[PoolShape], flag: Violation, calls: Mapping[int, str]
+) -> tuple[list[Beat], int]:
+    """The story of a violating event other than a read, and its root-cause step."""
+    e, k = flag.event, flag.step
+    earlier = _earlier(trace, flag)
+    beats: list[Beat] = []
+    cause = k
+    if isinstance(e, (PrefixHit, PrefixRead)):
+        held = "no prefix's KV (nothing wrote it)" if e.kv in (None, "-", "") else f"the KV of {e.kv}, not of {e.node}"
+        pub = next(((j, x) for j, x in earlier if isinstance(x, Publish) and x.pool == e.pool and x.page == e.page),
+                   None)
+        if pub is not None:
+            j, p = pub
+            beats.append(Beat(j, f"{p.req} publishes {e.page} as the cached {p.node} ({calls[j]}), "
+                                 f"though {e.page} holds {held}"))
+            cause = j
+        what = "prefix hit on" if isinstance(e, PrefixHit) else "read of the shared prefix"
+        beats.append(Beat(k, f"{e.req}'s {what} {e.node} maps {e.page}, which holds {held} ({calls[k]})"))
+    elif isinstance(e, Evict):
+        users = set(e.in_use_by)
+        hit = next(((j, x) for j, x in earlier if isinstance(x, PrefixHit) and x.pool == e.pool and x.page == e.page
+                    and x.req in users), None)
+        pub = next(((j, x) for j, x in earlier if isinstance(x, Publish) and x.pool == e.pool and x.page == e.page
+                    and (hit is None or j <= hit[0])), None)
+        if pub is not None:
+            j, p = pub
+            beats.append(Beat(j, f"{p.req} publishes {e.page} as the cached {p.node} ({calls[j]})"))
+        if hit is not None:
+            j, h = hit
+            beats.append(Beat(j, f"{h.req}'s prefix hit maps {e.page} ({h.node}) into its page table but leaves "
+                                 f"{h.node} evictable ({calls[j]})"))
+            cause = j
+        who = ", ".join(e.in_use_by) or "a request"
+        beats.append(Beat(k, f"{e.req} evicts {e.node} and frees {e.page} while {who}'s page table still maps it "
+                             f"({calls[k]})"))
+    elif isinstance(e, WriteInFlight):
+        post = _posted(earlier, e.pool, e.page, e.req)
+        if post is not None:
+            j, w = post
+            beats.append(Beat(j, f"{calls[j]} posts {_a(w.channel)} write of {w.req}'s KV into {e.page}"))
+        free = next((x for j, x in earlier if j == k and isinstance(x, Free) and e.page in x.touches(e.pool)), None)
+        who = free.req if free is not None else "a request"
+        write = f"{e.req}'s {post[1].channel} write" if post is not None else f"{e.req}'s write"
+        beats.append(Beat(k, f"{who} frees {e.page} while {write} into it is still in flight, to land in whoever "
+                             f"holds {e.page} next ({calls[k]})"))
+    elif isinstance(e, Write):
+        freed = next(((j, x) for j, x in earlier if isinstance(x, Free) and x.req == e.req
+                      and e.page in x.touches(e.pool)), None)
+        post = _posted([(j, x) for j, x in earlier if freed is None or j <= freed[0]], e.pool, e.page, e.req)
+        if post is not None:
+            j, w = post
+            beats.append(Beat(j, f"{calls[j]} posts {_a(w.channel)} write of {w.req}'s KV into {e.page}"))
+        if freed is not None:
+            j, f = freed
+            still = " while that write is still in flight" if post is not None else ""
+            beats.append(Beat(j, f"{f.req} frees {e.page}{still} ({calls[j]})"))
+            cause = j
+            beats.append(Beat(k, f"{e.req}'s write lands in {e.page}, a page it no longer holds ({calls[k]})"))
+    elif isinstance(e, Free):
+        beats, cause = _free_beats(trace, pools, flag, calls, earlier)
+    return sorted(beats, key=lambda b: b.step or 0), cause
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article (``an rdma``, ``a gpu``)."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def _posted(earlier: Sequence[tuple[int, Event]], pool: str, page: str, req: str) -> tuple[int, WritePosted] | None:
+    """The latest posted write of ``req`` into ``page`` among ``earlier``."""
+    return next(((j, x) for j, x in earlier if isinstance(x, WritePosted) and x.pool == pool and x.req == req
+                 and page in x.pages), None)
+
+
+def _free_beats(
+    trace: Trace, pools: Sequence[PoolShape], flag: Violation, calls: Mapping[int, str],
+    earlier: Sequence[tuple[int, Event]],
+) -> tuple[list[Beat], int]:
+    """A free that breaks an invariant: who shares the page, the reference dropped before, the free itself."""
+    e = flag.event
+    assert isinstance(e, Free)
+    k, page = flag.step, flag.page or ""
+    beats: list[Beat] = []
+    cause = k
+    dropped = next(((j, x) for j, x in earlier if isinstance(x, (Decref, Free)) and x.req == e.req
+                    and page in x.touches(e.pool)), None)
+    users = list(e.still_used_by or ())
+    pool = next((p for p in pools if p.name == e.pool), None)
+    if pool is not None and users:
+        states = trace.states
+        count = next((m for m in pool.marks if m.role == "count"), None)
+        for j in range(k, 0, -1):
+            before = cell(states[j - 1], pool.holders, page) or []
+            after = cell(states[j], pool.holders, page) or []
+            joined = [u for u in users if u in after and u not in before]
+            if joined:
+                ref = ""
+                if count is not None:
+                    ref = f" ({count.label} {_show(cell(states[j - 1], count.var, page))}->" \
+                          f"{_show(cell(states[j], count.var, page))})"
+                beats.append(Beat(j, f"{calls[j]} shares {page} with {', '.join(joined)}{ref}"))
+                break
+    if dropped is not None:
+        j, x = dropped
+        how = f" (refcount {x.refcount})" if x.refcount else ""
+        beats.append(Beat(j, f"{e.req} drops its reference to {page}{how} ({calls[j]})"))
+        cause = j
+    again = " again" if dropped is not None else ""
+    count_text = f": refcount {e.refcount}" if e.refcount else ""
+    still = f", back on the free list while {', '.join(users)} still use{'s' if len(users) == 1 else ''} it" if users else ""
+    error = f" ({e.error})" if e.error else ""
+    beats.append(Beat(k, f"{e.req} frees {page}{again}{count_text}{still}{error} ({calls[k]})"))
+    return beats, cause
