@@ -24,6 +24,11 @@ finds, from a :class:`~ownership.core.trace.Trace` alone:
 Events say it best; the pools' state variables (named by the trace's schema)
 are the fallback for a spec whose actions change pages without emitting
 events.
+
+The module runs past 400 lines because the story is one computation over
+one trace (the primary violation, then the history that leads to it, kind by
+kind); its pieces share the trace walk and the wording, and every renderer
+reads only :func:`story_of`.
 """
 
 from __future__ import annotations

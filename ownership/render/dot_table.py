@@ -9,6 +9,7 @@ violations orange, and the cells of the page's history are outlined red.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from ownership.render.dot_model import (
     ORANGE_PALE,
     RED,
     RED_PALE,
+    WRAP,
     DotModel,
     anomaly,
     esc,
@@ -35,6 +37,7 @@ from ownership.render.dot_model import (
     var_of,
     wrap,
 )
+from ownership.render.text import describe_event
 
 
 def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
@@ -65,11 +68,18 @@ def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
             reads.append(text)
         elif isinstance(e, Reply):
             # A success reply in the violating step means the client never hears of the bug.
-            alarm = last and bool(trace.violation) and str(e.status) == "200"
-            lines.append(font(esc(f"client gets HTTP {e.status}"), size=10, colour=RED if alarm else None, bold=alarm))
+            alarm = last and bool(trace.violation) and str(e.status) == "200" or bool(e.violates)
+            said = f"client gets HTTP {e.status}" + (f" ({e.violates})" if e.violates else "")
+            lines.append(font(esc(said), size=10, colour=RED if alarm else None, bold=alarm))
         elif isinstance(e, Write) and e.violates:
             colour = RED if e.violates == trace.violation else ORANGE
             lines.append(font(esc(f"writes {e.pool} {e.page} ({e.violates})"), size=10, colour=colour, bold=True))
+        elif e.violates:
+            # Every other violating event (a prefix hit, a free racing a write, a spec's own) is said in its lane too.
+            colour = RED if e.violates == trace.violation else ORANGE
+            desc = (describe_event(e) or e.kind).split("  <--")[0]
+            lines += [font(esc(text), size=10, colour=colour, bold=True)
+                      for text in textwrap.wrap(f"{desc} ({e.violates})", width=WRAP + 8)]
     if reads:
         # Three pages per line keeps the lane narrow when a step reads many pages.
         chunks = [", ".join(reads[k : k + 3]) for k in range(0, len(reads), 3)]
