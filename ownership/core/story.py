@@ -328,18 +328,18 @@ def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
     calls = {i: s.call for i, s in enumerate(trace.steps, start=1)}
     beats: list[Beat] = []
     cause: int | None = None
+    focus_steps: set[int] = set()
     if page is not None:
         beats, cause = page.beats(calls), page.root_cause
         focus_steps = page.steps
     elif primary is not None:
         beats, cause = _beats(trace, shapes, primary, calls)
         focus_steps = {b.step for b in beats if b.step is not None}
+    # The page the story is about, when it is one of a drawn pool (a tier's "(no host copy)" is not).
     focus = None
     if primary is not None and primary.pool is not None and primary.page is not None:
         if any(p.name == primary.pool and primary.page in p.pages for p in shapes):
             focus = (primary.pool, primary.page)
-    if focus is None or page is None and not beats:
-        focus_steps = set()
     return Story(found, page, replies, len(trace.steps), tuple(beats), cause, focus,
                  frozenset(focus_steps) if focus is not None else frozenset())
 
@@ -556,6 +556,8 @@ def _beats(
             beats.append(Beat(j, f"{f.req} frees {e.page}{still} ({calls[j]})"))
             cause = j
             beats.append(Beat(k, f"{e.req}'s write lands in {e.page}, a page it no longer holds ({calls[k]})"))
+        else:
+            beats.append(Beat(k, f"{e.req} writes {e.page}, a page it does not hold ({calls[k]})"))
     elif isinstance(e, Free):
         beats, cause = _free_beats(trace, pools, flag, calls, earlier)
     return sorted(beats, key=lambda b: b.step or 0), cause
