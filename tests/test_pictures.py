@@ -270,3 +270,14 @@ def test_every_violating_event_is_said_in_its_lane_of_the_picture(cls: type[Even
 def test_the_offending_event_is_in_the_lane_of_its_step(name: str) -> None:
     trace = committed(name)
     assert f"({trace.violation})" in cell_texts(trace_to_dot(trace))
+
+
+def test_the_text_table_keeps_block_holders_that_no_event_explains() -> None:
+    # A fork shares blocks without an event: its holder changes stay in the table (a page pool's are
+    # summarised by its alloc/free events).
+    trace = committed("vllm_fork_double_free_buggy")
+    table = "\n".join(trace_table(trace, ghosts=trace.schema.ghosts or ()))
+    fork = table.split("fork(A, B)", 1)[1].split("append_slot(A)", 1)[0]
+    assert "gpu_holders[B0]:" in fork and "{A}->{A,B}" in fork
+    incident = committed("sglang_disagg_v0_5_21")
+    assert "decode_holders" not in "\n".join(trace_table(incident))

@@ -243,7 +243,8 @@ def _hidden_fields(spec: Spec, trace: Trace) -> set[str]:
     # As in the terminal table: ghosts and the pools' bookkeeping are summarised by events.
     hidden = {v.name for v in spec.vars.values() if v.ghost}
     for pool in trace.schema.pools or ():
-        hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
+        if pool.content is not None:  # block tables' holders change without events (see text.trace_table)
+            hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
     return hidden
 
 

@@ -207,7 +207,10 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
         lines.append(f"  {0:>3}  {'(initial state)':<32}")
     hidden = set(ghosts)
     for pool in trace.schema.pools or ():
-        hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
+        # A page pool's holders and free counts change only by alloc/free events, which the table lists; a
+        # block table's (no content variable) change when a table is copied or its window moves: kept.
+        if pool.content is not None:
+            hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
     prev: Mapping[str, Any] = trace.initial
     for i, step in enumerate(trace.steps, start=1):
         changes = [
