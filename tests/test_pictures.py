@@ -281,3 +281,33 @@ def test_the_text_table_keeps_block_holders_that_no_event_explains() -> None:
     assert "gpu_holders[B0]:" in fork and "{A}->{A,B}" in fork
     incident = committed("sglang_disagg_v0_5_21")
     assert "decode_holders" not in "\n".join(trace_table(incident))
+
+
+@pytest.mark.parametrize("name, cause, symptom", [
+    ("sglang_pd_abort_inflight_buggy", 4, 10), ("vllm_async_sched_inflight_step_buggy", 4, 9)])
+def test_a_read_of_a_late_write_goes_back_to_the_free_it_raced(name: str, cause: int, symptom: int) -> None:
+    # The specs' docstrings: `--invariant no_foreign_read` shows the whole story, whose root cause is the
+    # free while the write was in flight (the default check's violation).
+    from ownership.session.run import check
+    from ownership.session.settings import Settings
+
+    settings = Settings(invariants=("no_foreign_read",), render=False, progress=False)
+    result = check(ROOT / "specs" / f"{name}.py", settings, outputs=False).results[0]
+    assert result.trace is not None
+    story = story_of(result.trace)
+    assert story.page is not None and story.page.late == (cause, "A")
+    assert (story.root_cause, story.symptom) == (cause, symptom)
+    assert "late write lands in" in trace_to_dot(result.trace)
+
+
+def test_a_count_driven_below_zero_goes_back_to_the_reference_dropped_before_the_early_free() -> None:
+    from ownership.session.run import check
+    from ownership.session.settings import Settings
+
+    settings = Settings(invariants=("refcount_nonnegative",), render=False, progress=False)
+    result = check(ROOT / "specs" / "vllm_fork_double_free_buggy.py", settings, outputs=False).results[0]
+    assert result.trace is not None
+    story = story_of(result.trace)
+    # Step 3 drops A's reference to B1, step 4 frees B1 again while B uses it, step 5 is B's "Double free!".
+    assert (story.root_cause, story.symptom) == (3, 5)
+    assert [b.step for b in story.beats] == [3, 4, 5] and "Double free!" in story.beats[-1].text

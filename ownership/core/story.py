@@ -189,6 +189,9 @@ class PageHistory:
     the read (``"p_input_len=1, ..."``): what its page table and its fill were computed from."""
     dropped: tuple[int, str] | None = None
     """For a read of a copy that does not exist: the step that dropped it, and how (a demotion's note)."""
+    late: tuple[int, str] | None = None
+    """When the content came from a late write (its writer no longer held the page): the step at which the
+    writer freed the page with that write still outstanding, and the writer."""
 
     @property
     def skipped(self) -> bool:
@@ -210,11 +213,13 @@ class PageHistory:
         hand-over of the page with old content still in it, else the free
         that did not clear it, else the write of that content; for a copy
         that does not exist, the step that dropped it; the read itself when
-        the page has no history (never written, never moved).
+        the page has no history (never written, never moved).  When the
+        content came from a late write into a page its writer had already
+        freed, that free.
         """
         if self.skipped:
             return self.sized[0] if self.sized is not None else max(j for j, _ in self.filled)
-        for mark in (self.given, self.freed, self.written, self.dropped):
+        for mark in (self.late, self.given, self.freed, self.written, self.dropped):
             if mark is not None:
                 return mark[0]
         return self.read_step
@@ -222,7 +227,8 @@ class PageHistory:
     @property
     def steps(self) -> set[int]:
         """Every step of the history (drawn outlined in the picture)."""
-        return {x[0] for x in (self.written, self.freed, self.given) if x is not None} | {self.read_step}
+        marks = (self.late, self.written, self.freed, self.given)
+        return {x[0] for x in marks if x is not None} | {self.read_step}
 
     def beats(self, calls: Mapping[int, str]) -> list[Beat]:
         """The history in words, one beat per step that matters, in step order."""
@@ -232,7 +238,14 @@ class PageHistory:
             j, fields = self.sized
             out.append(Beat(j, f"{calls[j]} sets {self.reader}'s {fields}: what its {self.pool} pages and "
                                "its fill are sized from"))
-        if self.written is not None:
+        if self.late is not None:
+            j, who = self.late
+            out.append(Beat(j, f"{who} frees {self.page} while its write into it is still in flight ({calls[j]})"))
+        if self.written is not None and self.late is not None:
+            j, _ = self.written
+            out.append(Beat(j, f"{self.writer}'s late write lands in {self.page}, which {self.reader} holds now "
+                               f"({calls[j]})"))
+        elif self.written is not None:
             j, how = self.written
             via = f" copies {how}" if "->" in how else ""
             by = self.writer or "?"
@@ -249,7 +262,10 @@ class PageHistory:
         if self.freed is not None:
             j, who = self.freed
             out.append(Beat(j, f"{who} frees {self.page} ({calls[j]}); freeing does not clear it, it still holds {kv}"))
-        if self.given is not None:
+        if self.given is not None and self.late is not None:
+            j, who = self.given
+            out.append(Beat(j, f"{self.page} is given to {who} ({calls[j]})"))
+        elif self.given is not None:
             j, who = self.given
             out.append(Beat(j, f"{self.page} is given to {who} ({calls[j]}) with {kv} still in it"))
         if self.skipped:
@@ -452,13 +468,16 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
                 written, writer = (j, "content"), content
                 break
     start = written[0] if written else 0
+    late = _late(trace, pool, flag, written[0], writer) if written is not None and writer is not None else None
+    if late is not None:
+        start = late[0]  # the page's history runs from the writer's free: the hand-over comes before the write
     freed: tuple[int, str] | None = None
     given: tuple[int, str] | None = None
     for j in range(start + 1, flag.step + 1):
         for e in _events_before(trace, j, flag):
             if page not in e.touches(name):
                 continue
-            if isinstance(e, Free):
+            if isinstance(e, Free) and (late is None or j > late[0]):
                 freed = (j, str(e.req))
             elif isinstance(e, Alloc) and e.req == reader:
                 given = (j, reader)
@@ -467,7 +486,7 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
             before = cell(states[j - 1], pool.holders, page) or []
             after = cell(states[j], pool.holders, page) or []
             left = [str(h) for h in before if h not in after]
-            if left and not after:
+            if left and not after and j < flag.step:  # the read's own step frees after reading
                 freed = (j, ",".join(left))
             if reader in after and reader not in before:
                 given = (j, reader)
@@ -492,8 +511,28 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
     dropped = None
     if written is None and (pool is None or page not in pool.pages):
         dropped = _dropped(trace, flag, reader, name)
+    if late is not None:
+        filled = []  # the reader's own fill was overwritten by the late write: not what it read
     return PageHistory(name, page, content, reader, flag.step, written, writer, freed, given, tuple(filled), held,
-                       sized, dropped)
+                       sized, dropped, late)
+
+
+def _late(trace: Trace, pool: PoolShape | None, flag: Violation, j: int, writer: str) -> tuple[int, str] | None:
+    """When the write of step ``j`` landed in a page ``writer`` no longer held: the step at which it freed it.
+
+    A write posted earlier lands wherever its descriptor points, whoever holds
+    the page by then; the page went to its next holder at the writer's free.
+    """
+    if pool is None or flag.page is None:
+        return None
+    for state in (trace.states[j - 1], trace.states[j]):  # held before or after its step: an ordinary write
+        if writer in [str(h) for h in cell(state, pool.holders, flag.page) or []]:
+            return None
+    for i in range(j - 1, 0, -1):
+        for e in trace.steps[i - 1].events:
+            if isinstance(e, Free) and e.req == writer and flag.page in e.touches(pool.name):
+                return i, writer
+    return None
 
 
 # -- stories of violations that are not reads ------------------------------------------------
@@ -586,6 +625,24 @@ def _free_beats(
     cause = k
     dropped = next(((j, x) for j, x in earlier if isinstance(x, (Decref, Free)) and x.req == e.req
                     and page in x.touches(e.pool)), None)
+    # A count driven below zero: someone else's free already took it to zero while this request still used it.
+    premature = next(((j, x) for j, x in earlier if isinstance(x, Free) and x.req != e.req
+                      and e.req in (x.still_used_by or ()) and page in x.touches(e.pool)), None)
+    if premature is not None and (dropped is None or premature[0] > dropped[0]):
+        j, x = premature
+        before = [(i, y) for i, y in earlier if i < j]
+        theirs = next(((i, y) for i, y in before if isinstance(y, (Decref, Free)) and y.req == x.req
+                       and page in y.touches(e.pool)), None)
+        if theirs is not None:
+            i, y = theirs
+            how = f" (refcount {y.refcount})" if y.refcount else ""
+            beats.append(Beat(i, f"{y.req} drops its reference to {page}{how} ({calls[i]})"))
+        beats.append(Beat(j, f"{x.req} frees {page}{' again' if theirs else ''} while {e.req} still uses it"
+                             f"{f' (refcount {x.refcount})' if x.refcount else ''} ({calls[j]})"))
+        cause = theirs[0] if theirs is not None else j
+        beats.append(Beat(k, f"{e.req} frees {page}, no longer counted{f': refcount {e.refcount}' if e.refcount else ''}"
+                             f"{f' ({e.error})' if e.error else ''} ({calls[k]})"))
+        return beats, cause
     users = list(e.still_used_by or ())
     pool = next((p for p in pools if p.name == e.pool), None)
     if pool is not None and users:
@@ -603,8 +660,8 @@ def _free_beats(
                 beats.append(Beat(j, f"{calls[j]} shares {page} with {', '.join(joined)}{ref}"))
                 break
     if dropped is not None:
-        j, x = dropped
-        how = f" (refcount {x.refcount})" if x.refcount else ""
+        j, drop = dropped
+        how = f" (refcount {drop.refcount})" if drop.refcount else ""
         beats.append(Beat(j, f"{e.req} drops its reference to {page}{how} ({calls[j]})"))
         cause = j
     again = " again" if dropped is not None else ""
