@@ -12,12 +12,13 @@ finds, from a :class:`~ownership.core.trace.Trace` alone:
 * for every primary violation, the **symptom** (the step of the offending
   event), the **root cause** (the step that made it inevitable) and the
   story in between, one :class:`Beat` per step that matters.  What counts as
-  the root cause depends on the event (see :func:`story_of`): the step that
-  sized the reader's request when the reader's own fill skipped the page; the
-  hand-over, free or write of stale content; the publish of a page nobody
-  wrote; the prefix hit that put a page in use unprotected; the free of a
-  page a write is still in flight into; the reference dropped before a
-  second free; the demotion that dropped the only copy;
+  the root cause depends on the event: the step that sized the reader's
+  request when the reader's own fill skipped the page; the writer's free that
+  a late write raced; the hand-over, free or write of stale content; the
+  publish of a page nobody wrote; the prefix hit that put a page in use
+  unprotected; the free of a page a write is still in flight into; the
+  reference dropped before a second free; the demotion that dropped the only
+  copy; the offending step itself when nothing earlier explains it;
 * the replies to clients (``reply`` events), since a success reply in the
   violating step means nobody hears of the bug.
 
