@@ -26,142 +26,39 @@ Events say it best; the pools' state variables (named by the trace's schema)
 are the fallback for a spec whose actions change pages without emitting
 events.
 
-The module runs past 400 lines because the story is one computation over
-one trace (the primary violation, then the history that leads to it, kind by
-kind); its pieces share the trace walk and the wording, and every renderer
-reads only :func:`story_of`.
+The pools, marks, violations and beats the story is made of live in
+:mod:`ownership.core.pages`, the stories of violations that are not reads in
+:mod:`ownership.core.story_kinds`; renderers read :func:`story_of` (the names
+of both are re-exported here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ownership.core.events import (
-    Alloc,
-    CopyFailed,
-    Decref,
-    Demote,
-    Event,
-    Evict,
-    Free,
-    PrefixHit,
-    PrefixRead,
-    Publish,
-    Read,
-    Reply,
-    Transfer,
-    Write,
-    WriteInFlight,
-    WritePosted,
+from ownership.core.events import Alloc, CopyFailed, Demote, Event, Free, Read, Reply, Transfer, Write
+from ownership.core.pages import (
+    Beat,
+    PoolShape,
+    Violation,
+    cell,
+    earlier,
+    events_before,
+    keepers,
+    pending,
+    pool_shapes,
+    show_value,
+    truthy,
+    violations,
 )
-from ownership.core.schema import PageMark
+from ownership.core.story_kinds import beats_of
 from ownership.core.trace import Trace
 
-
-@dataclass(frozen=True)
-class PoolShape:
-    """A pool of the trace's schema whose state variables are all there: what the renderers draw."""
-
-    name: str
-    pages: tuple[str, ...]
-    free: str
-    holders: str
-    content: str
-    """``""`` for a pool that does not track whose KV a page holds (a block table's blocks)."""
-    slot: str
-    marks: tuple[PageMark, ...] = ()
-    """The pool's marks whose variables are in the trace's states."""
-
-    @property
-    def shared(self) -> bool:
-        """Pages may have several holders: the pool counts references (it has a ``count`` mark)."""
-        return any(m.role == "count" for m in self.marks)
-
-
-def pool_shapes(trace: Trace) -> tuple[PoolShape, ...]:
-    """The schema's pools whose variables really are in the trace's states."""
-    out: list[PoolShape] = []
-    for raw in trace.schema.pools or ():
-        if raw.name is None or raw.pages is None or raw.free is None or raw.holders is None:
-            continue
-        marks = tuple(m for m in raw.marks if isinstance(trace.initial.get(m.var), Mapping))
-        pool = PoolShape(raw.name, raw.pages, raw.free, raw.holders, raw.content or "", raw.slot or "", marks)
-        needed = (pool.free, pool.holders) + ((pool.content,) if pool.content else ())
-        if all(isinstance(trace.initial.get(v), Mapping) for v in needed):
-            out.append(pool)
-    return tuple(out)
-
-
-def cell(state: Mapping[str, Any], var: str, key: str) -> Any:
-    """``state[var][key]``, or ``None`` when ``var`` is not a table."""
-    table = state.get(var)
-    return table.get(key) if isinstance(table, Mapping) else None
-
-
-def truthy(value: Any) -> bool:
-    """Whether a mark's value is set: true, non-zero, non-empty, not ``None``."""
-    return value is not None and value is not False and value != 0 and value != [] and value != {}
-
-
-def keepers(state: Mapping[str, Any], pool: PoolShape, page: str) -> list[tuple[PageMark, Any]]:
-    """The ``keeper`` marks that hold ``page`` in ``state`` (a cache, a tree, a job), with their values."""
-    out = []
-    for m in pool.marks:
-        if m.role == "keeper":
-            value = cell(state, m.var, page)
-            if truthy(value):
-                out.append((m, value))
-    return out
-
-
-def pending(state: Mapping[str, Any], mark: PageMark, page: str) -> list[str]:
-    """The elements with an outstanding operation on ``page`` under a ``pending`` mark.
-
-    The variable is indexed by (element, page), a nested table in the state
-    JSON; one indexed the other way round (page, element) is read too.
-    """
-    table = state.get(mark.var)
-    if not isinstance(table, Mapping):
-        return []
-    inner = table.get(page)
-    if isinstance(inner, Mapping):
-        return [str(k) for k, v in inner.items() if truthy(v)]
-    return [str(k) for k, row in table.items() if isinstance(row, Mapping) and truthy(row.get(page))]
-
-
-@dataclass(frozen=True)
-class Violation:
-    """An event that breaks an invariant, located in the trace."""
-
-    step: int
-    pos: int
-    """Index of the event within its step."""
-    event: Event
-    invariant: str
-    primary: bool
-
-    @property
-    def pool(self) -> str | None:
-        pool = self.event.get("pool")
-        return str(pool) if pool is not None else None
-
-    @property
-    def page(self) -> str | None:
-        page = self.event.get("page")
-        if page is None and self.event.get("pages"):
-            page = self.event.get("pages")[0]
-        return str(page) if page is not None else None
-
-
-@dataclass(frozen=True)
-class Beat:
-    """One step of the story, in words (``"A frees D0 (decode_finish(A)); ..."``)."""
-
-    step: int | None
-    """The step it happened at (``None``: a fact about the trace, such as a page never written)."""
-    text: str
+__all__ = [
+    "Beat", "PageHistory", "PoolShape", "Story", "Violation", "cell", "keepers", "pending", "pool_shapes",
+    "story_of", "truthy", "violations",
+]
 
 
 @dataclass(frozen=True)
@@ -350,7 +247,7 @@ def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
         beats, cause = page.beats(calls), page.root_cause
         focus_steps = page.steps
     elif primary is not None:
-        beats, cause = _beats(trace, shapes, primary, calls)
+        beats, cause = beats_of(trace, shapes, primary, calls)
         focus_steps = {b.step for b in beats if b.step is not None}
     # The page the story is about, when it is one of a drawn pool (a tier's "(no host copy)" is not).
     focus = None
@@ -359,21 +256,6 @@ def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
             focus = (primary.pool, primary.page)
     return Story(found, page, replies, len(trace.steps), tuple(beats), cause, focus,
                  frozenset(focus_steps) if focus is not None else frozenset())
-
-
-def violations(trace: Trace) -> tuple[Violation, ...]:
-    """Events that break an invariant; one breaking the trace's own is primary.
-
-    The primary one is the first such event of the last step (the step that
-    reached the violating state), else the latest one anywhere.
-    """
-    found = [
-        (i, pos, e) for i, step in enumerate(trace.steps, start=1) for pos, e in enumerate(step.events) if e.violates
-    ]
-    own = [k for k, (_, _, e) in enumerate(found) if e.violates == trace.violation]
-    in_last = [k for k in own if found[k][0] == len(trace.steps)]
-    primary = in_last[0] if in_last else (own[-1] if own else None)
-    return tuple(Violation(i, pos, e, str(e.violates), k == primary) for k, (i, pos, e) in enumerate(found))
 
 
 def _writes_into(e: Event, pool: str, page: str) -> str | None:
@@ -385,27 +267,6 @@ def _writes_into(e: Event, pool: str, page: str) -> str | None:
             if dst == page:
                 return f"{src}->{dst}"
     return None
-
-
-def _events_before(trace: Trace, j: int, flag: Violation) -> Sequence[Event]:
-    """Step ``j``'s events, cut just before ``flag``'s event when ``j`` is its step."""
-    events = trace.steps[j - 1].events
-    return events[: flag.pos] if j == flag.step else events
-
-
-def _earlier(trace: Trace, flag: Violation) -> list[tuple[int, Event]]:
-    """Every event before ``flag``'s, latest first, with its step."""
-    return [(j, e) for j in range(flag.step, 0, -1) for e in reversed(_events_before(trace, j, flag))]
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "{" + ",".join(str(v) for v in value) + "}"
-    return str(value)
 
 
 def _sized(trace: Trace, reader: str, before: int, read_step: int) -> tuple[int, str] | None:
@@ -425,18 +286,18 @@ def _sized(trace: Trace, reader: str, before: int, read_step: int) -> tuple[int,
             and cell(states[j], v, reader) == cell(states[read_step], v, reader)
         ]
         if set_here:
-            return j, ", ".join(f"{v}={_show(cell(states[j], v, reader))}" for v in set_here)
+            return j, ", ".join(f"{v}={show_value(cell(states[j], v, reader))}" for v in set_here)
     return None
 
 
 def _dropped(trace: Trace, flag: Violation, reader: str, pool: str) -> tuple[int, str] | None:
     """For a read of a copy that does not exist: the demotion of ``reader`` into ``pool`` that dropped it."""
-    earlier = _earlier(trace, flag)
-    demote = next(((j, e) for j, e in earlier if isinstance(e, Demote) and e.req == reader and e.dst == pool), None)
+    before = earlier(trace, flag)
+    demote = next(((j, e) for j, e in before if isinstance(e, Demote) and e.req == reader and e.dst == pool), None)
     if demote is None:
         return None
     j, d = demote
-    failed = next((e for i, e in earlier if i == j and isinstance(e, CopyFailed) and e.req == reader and e.dst == pool),
+    failed = next((e for i, e in before if i == j and isinstance(e, CopyFailed) and e.req == reader and e.dst == pool),
                   None)
     how = f"{reader} is demoted from the {d.src} tier to the {pool} tier: {d.note}"
     if failed is not None:
@@ -458,7 +319,7 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
     writer: str | None = None
     for j in range(flag.step, 0, -1):
         hit = next(
-            ((h, e) for e in reversed(_events_before(trace, j, flag)) if (h := _writes_into(e, name, page))), None
+            ((h, e) for e in reversed(events_before(trace, j, flag)) if (h := _writes_into(e, name, page))), None
         )
         if hit is not None:
             written, writer = (j, hit[0]), str(hit[1].get("req", "?"))
@@ -475,7 +336,7 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
     freed: tuple[int, str] | None = None
     given: tuple[int, str] | None = None
     for j in range(start + 1, flag.step + 1):
-        for e in _events_before(trace, j, flag):
+        for e in events_before(trace, j, flag):
             if page not in e.touches(name):
                 continue
             if isinstance(e, Free) and (late is None or j > late[0]):
@@ -496,7 +357,7 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
     filled: list[tuple[int, str]] = []
     first = given[0] if given else start + 1
     for j in range(first, flag.step + 1):
-        for e in _events_before(trace, j, flag):
+        for e in events_before(trace, j, flag):
             if e.get("req") != reader:
                 continue
             if isinstance(e, Write) and e.pool == name and (pool is None or e.page in pool.pages):
@@ -534,140 +395,3 @@ def _late(trace: Trace, pool: PoolShape | None, flag: Violation, j: int, writer:
             if isinstance(e, Free) and e.req == writer and flag.page in e.touches(pool.name):
                 return i, writer
     return None
-
-
-# -- stories of violations that are not reads ------------------------------------------------
-def _beats(
-    trace: Trace, pools: Sequence[PoolShape], flag: Violation, calls: Mapping[int, str]
-) -> tuple[list[Beat], int]:
-    """The story of a violating event other than a read, and its root-cause step."""
-    e, k = flag.event, flag.step
-    earlier = _earlier(trace, flag)
-    beats: list[Beat] = []
-    cause = k
-    if isinstance(e, (PrefixHit, PrefixRead)):
-        held = "no prefix's KV (nothing wrote it)" if e.kv in (None, "-", "") else f"the KV of {e.kv}, not of {e.node}"
-        pub = next(((j, x) for j, x in earlier if isinstance(x, Publish) and x.pool == e.pool and x.page == e.page),
-                   None)
-        if pub is not None:
-            j, p = pub
-            beats.append(Beat(j, f"{p.req} publishes {e.page} as the cached {p.node} ({calls[j]}), "
-                                 f"though {e.page} holds {held}"))
-            cause = j
-        what = "prefix hit on" if isinstance(e, PrefixHit) else "read of the shared prefix"
-        beats.append(Beat(k, f"{e.req}'s {what} {e.node} maps {e.page}, which holds {held} ({calls[k]})"))
-    elif isinstance(e, Evict):
-        users = set(e.in_use_by)
-        hit = next(((j, x) for j, x in earlier if isinstance(x, PrefixHit) and x.pool == e.pool and x.page == e.page
-                    and x.req in users), None)
-        pub = next(((j, x) for j, x in earlier if isinstance(x, Publish) and x.pool == e.pool and x.page == e.page
-                    and (hit is None or j <= hit[0])), None)
-        if pub is not None:
-            j, p = pub
-            beats.append(Beat(j, f"{p.req} publishes {e.page} as the cached {p.node} ({calls[j]})"))
-        if hit is not None:
-            j, h = hit
-            beats.append(Beat(j, f"{h.req}'s prefix hit maps {e.page} ({h.node}) into its page table but leaves "
-                                 f"{h.node} evictable ({calls[j]})"))
-            cause = j
-        who = ", ".join(e.in_use_by) or "a request"
-        beats.append(Beat(k, f"{e.req} evicts {e.node} and frees {e.page} while {who}'s page table still maps it "
-                             f"({calls[k]})"))
-    elif isinstance(e, WriteInFlight):
-        post = _posted(earlier, e.pool, e.page, e.req)
-        if post is not None:
-            j, w = post
-            beats.append(Beat(j, f"{calls[j]} posts {_a(w.channel)} write of {w.req}'s KV into {e.page}"))
-        free = next((x for j, x in earlier if j == k and isinstance(x, Free) and e.page in x.touches(e.pool)), None)
-        who = free.req if free is not None else "a request"
-        write = f"{e.req}'s {post[1].channel} write" if post is not None else f"{e.req}'s write"
-        beats.append(Beat(k, f"{who} frees {e.page} while {write} into it is still in flight, to land in whoever "
-                             f"holds {e.page} next ({calls[k]})"))
-    elif isinstance(e, Write):
-        freed = next(((j, x) for j, x in earlier if isinstance(x, Free) and x.req == e.req
-                      and e.page in x.touches(e.pool)), None)
-        post = _posted([(j, x) for j, x in earlier if freed is None or j <= freed[0]], e.pool, e.page, e.req)
-        if post is not None:
-            j, w = post
-            beats.append(Beat(j, f"{calls[j]} posts {_a(w.channel)} write of {w.req}'s KV into {e.page}"))
-        if freed is not None:
-            j, f = freed
-            still = " while that write is still in flight" if post is not None else ""
-            beats.append(Beat(j, f"{f.req} frees {e.page}{still} ({calls[j]})"))
-            cause = j
-            beats.append(Beat(k, f"{e.req}'s write lands in {e.page}, a page it no longer holds ({calls[k]})"))
-        else:
-            beats.append(Beat(k, f"{e.req} writes {e.page}, a page it does not hold ({calls[k]})"))
-    elif isinstance(e, Free):
-        beats, cause = _free_beats(trace, pools, flag, calls, earlier)
-    return sorted(beats, key=lambda b: b.step or 0), cause
-
-
-def _a(word: str) -> str:
-    """``word`` with its indefinite article (``an rdma``, ``a gpu``)."""
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
-
-
-def _posted(earlier: Sequence[tuple[int, Event]], pool: str, page: str, req: str) -> tuple[int, WritePosted] | None:
-    """The latest posted write of ``req`` into ``page`` among ``earlier``."""
-    return next(((j, x) for j, x in earlier if isinstance(x, WritePosted) and x.pool == pool and x.req == req
-                 and page in x.pages), None)
-
-
-def _free_beats(
-    trace: Trace, pools: Sequence[PoolShape], flag: Violation, calls: Mapping[int, str],
-    earlier: Sequence[tuple[int, Event]],
-) -> tuple[list[Beat], int]:
-    """A free that breaks an invariant: who shares the page, the reference dropped before, the free itself."""
-    e = flag.event
-    assert isinstance(e, Free)
-    k, page = flag.step, flag.page or ""
-    beats: list[Beat] = []
-    cause = k
-    dropped = next(((j, x) for j, x in earlier if isinstance(x, (Decref, Free)) and x.req == e.req
-                    and page in x.touches(e.pool)), None)
-    # A count driven below zero: someone else's free already took it to zero while this request still used it.
-    premature = next(((j, x) for j, x in earlier if isinstance(x, Free) and x.req != e.req
-                      and e.req in (x.still_used_by or ()) and page in x.touches(e.pool)), None)
-    if premature is not None and (dropped is None or premature[0] > dropped[0]):
-        j, x = premature
-        before = [(i, y) for i, y in earlier if i < j]
-        theirs = next(((i, y) for i, y in before if isinstance(y, (Decref, Free)) and y.req == x.req
-                       and page in y.touches(e.pool)), None)
-        if theirs is not None:
-            i, y = theirs
-            how = f" (refcount {y.refcount})" if y.refcount else ""
-            beats.append(Beat(i, f"{y.req} drops its reference to {page}{how} ({calls[i]})"))
-        beats.append(Beat(j, f"{x.req} frees {page}{' again' if theirs else ''} while {e.req} still uses it"
-                             f"{f' (refcount {x.refcount})' if x.refcount else ''} ({calls[j]})"))
-        cause = theirs[0] if theirs is not None else j
-        beats.append(Beat(k, f"{e.req} frees {page}, no longer counted{f': refcount {e.refcount}' if e.refcount else ''}"
-                             f"{f' ({e.error})' if e.error else ''} ({calls[k]})"))
-        return beats, cause
-    users = list(e.still_used_by or ())
-    pool = next((p for p in pools if p.name == e.pool), None)
-    if pool is not None and users:
-        states = trace.states
-        count = next((m for m in pool.marks if m.role == "count"), None)
-        for j in range(k, 0, -1):
-            before = cell(states[j - 1], pool.holders, page) or []
-            after = cell(states[j], pool.holders, page) or []
-            joined = [u for u in users if u in after and u not in before]
-            if joined:
-                ref = ""
-                if count is not None:
-                    ref = f" ({count.label} {_show(cell(states[j - 1], count.var, page))}->" \
-                          f"{_show(cell(states[j], count.var, page))})"
-                beats.append(Beat(j, f"{calls[j]} shares {page} with {', '.join(joined)}{ref}"))
-                break
-    if dropped is not None:
-        j, drop = dropped
-        how = f" (refcount {drop.refcount})" if drop.refcount else ""
-        beats.append(Beat(j, f"{e.req} drops its reference to {page}{how} ({calls[j]})"))
-        cause = j
-    again = " again" if dropped is not None else ""
-    count_text = f": refcount {e.refcount}" if e.refcount else ""
-    still = f", back on the free list while {', '.join(users)} still use{'s' if len(users) == 1 else ''} it" if users else ""
-    error = f" ({e.error})" if e.error else ""
-    beats.append(Beat(k, f"{e.req} frees {page}{again}{count_text}{still}{error} ({calls[k]})"))
-    return beats, cause
