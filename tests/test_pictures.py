@@ -311,3 +311,49 @@ def test_a_count_driven_below_zero_goes_back_to_the_reference_dropped_before_the
     # Step 3 drops A's reference to B1, step 4 frees B1 again while B uses it, step 5 is B's "Double free!".
     assert (story.root_cause, story.symptom) == (3, 5)
     assert [b.step for b in story.beats] == [3, 4, 5] and "Double free!" in story.beats[-1].text
+
+
+def late_read_spec() -> Spec:
+    """A read posted while the reader holds the page completes after it let the page go (hand-made)."""
+    spec = Spec("late_read")
+    Req = spec.domain("Req", 2, symmetric=True, names="AB")
+    own = Ownership(spec, requests=Req)
+    pool = own.pool("kv", 1, prefix="K")
+    spec.var("reading", bool, per=(Req, pool.Page), init=False, doc="a read of the page is posted")
+    pool.mark("reading", "pending", "read")
+    own.invariants("no_foreign_read")
+
+    @spec.action
+    def fill(s, r: Req) -> None:  # type: ignore[no-untyped-def]
+        pool.write(s, r, pool.alloc(s, r, 1))
+
+    @spec.action
+    def post(s, r: Req) -> None:  # type: ignore[no-untyped-def]
+        for p in pool.pages_of(s, r):
+            s.reading[r, p] = True
+
+    @spec.action
+    def drop(s, r: Req) -> None:  # type: ignore[no-untyped-def]
+        pool.free(s, r)
+
+    @spec.action
+    def complete(s, r: Req) -> None:  # type: ignore[no-untyped-def]
+        pages = [p for p in s.all(pool.Page) if s.reading[r, p]]
+        for p in pages:
+            s.reading[r, p] = False
+        pool.read(s, r, pages)
+
+    return spec
+
+
+def test_a_late_read_goes_back_to_the_readers_free() -> None:
+    inst = Instance(late_read_spec())
+    path = [(inst.find_instance(a, (r,)).index, picks) for a, r, picks in (
+        ("fill", 0, [0]), ("post", 0, []), ("drop", 0, []), ("fill", 1, [0]), ("complete", 0, []))]
+    trace = build_trace(inst, path, engine="explore", violation="no_foreign_read")
+    story = story_of(trace)
+    assert story.page is not None and story.page.late_read == 3
+    assert (story.root_cause, story.symptom) == (3, 5)
+    assert story.cause_beat is not None and "while its read of it is still in flight" in story.cause_beat.text
+    cells = cell_texts(trace_to_dot(trace))
+    assert "read (A)" in cells  # the pending read is drawn on the page B now holds

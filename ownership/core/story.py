@@ -90,6 +90,9 @@ class PageHistory:
     late: tuple[int, str] | None = None
     """When the content came from a late write (its writer no longer held the page): the step at which the
     writer freed the page with that write still outstanding, and the writer."""
+    late_read: int | None = None
+    """When the read itself was late (a read posted while the reader held the page, completing after it let
+    the page go): the step at which the reader freed the page."""
 
     @property
     def skipped(self) -> bool:
@@ -113,10 +116,13 @@ class PageHistory:
         that does not exist, the step that dropped it; the read itself when
         the page has no history (never written, never moved).  When the
         content came from a late write into a page its writer had already
-        freed, that free.
+        freed, that free; when the read itself completed after the reader
+        let the page go, the reader's free.
         """
         if self.skipped:
             return self.sized[0] if self.sized is not None else max(j for j, _ in self.filled)
+        if self.late_read is not None:
+            return self.late_read
         for mark in (self.late, self.given, self.freed, self.written, self.dropped):
             if mark is not None:
                 return mark[0]
@@ -126,7 +132,8 @@ class PageHistory:
     def steps(self) -> set[int]:
         """Every step of the history (drawn outlined in the picture)."""
         marks = (self.late, self.written, self.freed, self.given)
-        return {x[0] for x in marks if x is not None} | {self.read_step}
+        late_read = {self.late_read} if self.late_read is not None else set()
+        return {x[0] for x in marks if x is not None} | {self.read_step} | late_read
 
     def beats(self, calls: Mapping[int, str]) -> list[Beat]:
         """The history in words, one beat per step that matters, in step order."""
@@ -136,6 +143,9 @@ class PageHistory:
             j, fields = self.sized
             out.append(Beat(j, f"{calls[j]} sets {self.reader}'s {fields}: what its {self.pool} pages and "
                                "its fill are sized from"))
+        if self.late_read is not None:
+            j = self.late_read
+            out.append(Beat(j, f"{self.reader} frees {self.page} while its read of it is still in flight ({calls[j]})"))
         if self.late is not None:
             j, who = self.late
             out.append(Beat(j, f"{who} frees {self.page} while its write into it is still in flight ({calls[j]})"))
@@ -176,7 +186,10 @@ class PageHistory:
             else:
                 amount = f"{n} page{'s' if n != 1 else ''} for {self.reader}"
             out.append(Beat(steps[0], f"{where} fills {amount} ({what}); {self.page} is not overwritten"))
-        if self.dropped is not None and self.written is None:
+        if self.late_read is not None:
+            out.append(Beat(self.read_step, f"{self.reader}'s late read of {self.page} completes, with {kv} in it "
+                                            f"({calls[self.read_step]})"))
+        elif self.dropped is not None and self.written is None:
             out.append(Beat(self.read_step, f"{self.reader} reads its copy in the {self.pool} tier, which the index "
                                             f"still names, and finds {self.page} ({calls[self.read_step]})"))
         else:
@@ -375,8 +388,11 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
         dropped = _dropped(trace, flag, reader, name)
     if late is not None:
         filled = []  # the reader's own fill was overwritten by the late write: not what it read
+    # A read by a request that holds the page neither before nor after its step was posted earlier and
+    # completes late: the reader let the page go in between.
+    late_read = _late(trace, pool, flag, flag.step, reader) if pool is not None and page in pool.pages else None
     return PageHistory(name, page, content, reader, flag.step, written, writer, freed, given, tuple(filled), held,
-                       sized, dropped, late)
+                       sized, dropped, late, late_read[0] if late_read is not None else None)
 
 
 def _late(trace: Trace, pool: PoolShape | None, flag: Violation, j: int, writer: str) -> tuple[int, str] | None:
