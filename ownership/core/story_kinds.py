@@ -25,7 +25,7 @@ from ownership.core.events import (
     WriteInFlight,
     WritePosted,
 )
-from ownership.core.pages import Beat, PoolShape, Violation, cell, earlier, show_value
+from ownership.core.pages import Beat, PoolShape, Violation, cell, earlier, pending, show_value, truthy
 from ownership.core.trace import Trace
 
 
@@ -92,7 +92,45 @@ def beats_of(
             beats.append(Beat(k, f"{e.req} writes {e.page}, a page it does not hold ({calls[k]})"))
     elif isinstance(e, Free):
         beats, cause = _free_beats(trace, pools, flag, calls, before)
+    else:
+        beats = _marked_beats(trace, pools, flag, calls)
     return sorted(beats, key=lambda b: b.step or 0), cause
+
+
+def _marked_beats(
+    trace: Trace, pools: Sequence[PoolShape], flag: Violation, calls: Mapping[int, str]
+) -> list[Beat]:
+    """Any other violating event on a page of a drawn pool: what the page's marks say led up to it.
+
+    The start of every operation still pending on the page (``pending``
+    marks) and the step each set ``flag`` mark was raised, then the event
+    itself: a vocabulary's own kinds (a read still in flight, a transfer on
+    deregistered memory) get their history from the marks they declare.
+    """
+    e, k, page = flag.event, flag.step, flag.page
+    pool = next((p for p in pools if p.name == flag.pool), None)
+    if pool is None or page is None or page not in pool.pages:
+        return []
+    states = trace.states
+    beats: list[Beat] = []
+    for m in pool.marks:
+        if m.role == "pending":
+            for who in pending(states[k - 1], m, page):
+                start = k - 1
+                while start > 0 and who in pending(states[start - 1], m, page):
+                    start -= 1
+                if start > 0:
+                    beats.append(Beat(start, f"{m.label} ({who}) on {page} starts ({calls[start]})"))
+        elif m.role == "flag" and truthy(cell(states[k], m.var, page)):
+            start = k
+            while start > 0 and truthy(cell(states[start - 1], m.var, page)):
+                start -= 1
+            if start > 0:
+                beats.append(Beat(start, f"{page} becomes {m.label} ({calls[start]})"))
+    if beats:
+        shown = ", ".join(f"{name} {value}" for name, value in e.payload() if name not in ("pool", "page"))
+        beats.append(Beat(k, f"{e.kind} on {page}{f' ({shown})' if shown else ''} ({calls[k]})"))
+    return beats
 
 
 def _a(word: str) -> str:
