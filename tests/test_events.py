@@ -221,10 +221,12 @@ def test_the_incident_story_names_root_cause_and_symptom() -> None:
     assert page.freed == (9, "A") and page.given == (10, "B")
     assert page.filled == ((13, "P0->D1"),) and page.skipped
     assert page.held == ("D0", "D1", "D2")
-    # The symptom is B's read of D0; the root cause is B's own transfer, which filled D1 and left D0's old KV.
+    # The symptom is B's read of D0.  B's own transfer filled D1 and left D0's old KV, because B's prefill
+    # and decode sizes disagree: the root cause is the step that set them (the placeholder swapped in).
     assert story.symptom == page.symptom == 15 == len(trace.steps)
-    assert story.root_cause == page.root_cause == 13
-    assert trace.steps[12].call == "prefill_send(B)"
+    assert page.sized == (2, "p_input_len=1, p_to_finish=true, d_input_len=6")
+    assert story.root_cause == page.root_cause == 2
+    assert trace.steps[1].call == "arrive(B, 6)" and trace.steps[12].call == "prefill_send(B)"
     assert page.steps == {6, 9, 10, 15}
     assert [(step, r.status) for step, r in story.replies] == [(8, 200), (15, 200)]
     primary = story.primary
@@ -240,8 +242,9 @@ def test_without_a_foreign_read_the_root_cause_falls_back() -> None:
     cut = dataclasses.replace(trace, steps=(*trace.steps[:12], step))
     page = story_of(cut).page
     assert page is not None and not page.filled and page.root_cause == 10 and page.symptom == 13
-    # A violation that is not a read has a symptom but no page history.
+    # A violation that is not a read has no page history; with nothing earlier to blame (B never freed
+    # D3), its own step is the root cause.
     write = Write(pool="decode", req="B", page="D3", violates="no_foreign_read")
     other = dataclasses.replace(trace, steps=(*trace.steps[:-1], dataclasses.replace(step, events=(write,))))
     story = story_of(other)
-    assert story.page is None and story.root_cause is None and story.symptom == 15
+    assert story.page is None and story.root_cause == story.symptom == 15

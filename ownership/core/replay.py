@@ -105,24 +105,36 @@ def trace_schema(inst: Instance) -> TraceSchema:
 
     Names the request domain, each page pool's variables and pages, the
     per-request variables, and each action's source line and summary, so a
-    saved trace can be drawn without loading the spec.
+    saved trace can be drawn without loading the spec.  The pools are those
+    of the ``ownership`` extension (:class:`~ownership.vocab.pool.Ownership`)
+    and those of every other extension that draws as pools: one with
+    ``drawn_pools(names)`` (its :class:`~ownership.core.schema.PoolSchema`
+    records, given every domain's element names) and ``drawn_requests`` (the
+    domain that holds its pages), such as refcounted block tables.
     """
     spec = inst.spec
     actions = {a.name: ActionInfo(a.line, (a.doc.splitlines() or [""])[0]) for a in spec.actions.values()}
     own = spec.extensions.get("ownership")
-    if own is None:
+    drawn = [ext for ext in spec.extensions.values() if ext is not own and hasattr(ext, "drawn_pools")]
+    if own is None and not drawn:
         return TraceSchema(actions=actions, summary=spec.summary)
-    req = own.requests.name
+    req = own.requests.name if own is not None else drawn[0].drawn_requests.name
+    pools: list[PoolSchema] = []
+    if own is not None:
+        pools += [
+            PoolSchema(p.name, tuple(inst.names[p.Page.name]), p.free_var, p.holders_var, p.slot_var, p.content_var,
+                       tuple(p.marks))
+            for p in own.pools
+        ]
+    for ext in drawn:
+        if ext.drawn_requests.name == req:  # lanes are one domain's: structures held by another are not drawn
+            pools += list(ext.drawn_pools(inst.names))
     return TraceSchema(
         actions=actions,
         summary=spec.summary,
         requests=tuple(inst.names[req]),
         request_domain=req,
-        pools=tuple(
-            PoolSchema(p.name, tuple(inst.names[p.Page.name]), p.free_var, p.holders_var, p.slot_var, p.content_var,
-                       tuple(p.marks))
-            for p in own.pools
-        ),
+        pools=tuple(pools),
         per_request=tuple(
             v.name for v in spec.vars.values() if len(v.index) == 1 and v.index[0].name == req and not v.ghost
         ),

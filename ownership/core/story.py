@@ -8,81 +8,57 @@ finds, from a :class:`~ownership.core.trace.Trace` alone:
 * every event that breaks an invariant (:class:`Violation`), and the primary
   one: the first event of the last step that breaks the trace's own
   invariant, else the latest such event anywhere;
-* for a primary read, the page's history (:class:`PageHistory`) with its
-  **symptom** (the read) and its **root cause** (the step that left the wrong
-  content in place: see :attr:`PageHistory.root_cause`);
+* for a primary read, the page's history (:class:`PageHistory`);
+* for every primary violation, the **symptom** (the step of the offending
+  event), the **root cause** (the step that made it inevitable) and the
+  story in between, one :class:`Beat` per step that matters.  What counts as
+  the root cause depends on the event: the step that sized the reader's
+  request when the reader's own fill skipped the page; the writer's free that
+  a late write raced; the hand-over, free or write of stale content; the
+  publish of a page nobody wrote; the prefix hit that put a page in use
+  unprotected; the free of a page a write is still in flight into; the
+  reference dropped before a second free; the demotion that dropped the only
+  copy; the offending step itself when nothing earlier explains it;
 * the replies to clients (``reply`` events), since a success reply in the
   violating step means nobody hears of the bug.
 
 Events say it best; the pools' state variables (named by the trace's schema)
 are the fallback for a spec whose actions change pages without emitting
 events.
+
+The pools, marks, violations and beats the story is made of live in
+:mod:`ownership.core.pages`, the stories of violations that are not reads in
+:mod:`ownership.core.story_kinds`; renderers read :func:`story_of` (the names
+of both are re-exported here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ownership.core.events import Alloc, Event, Free, Read, Reply, Transfer, Write
-from ownership.core.schema import PageMark
+from ownership.core.events import Alloc, CopyFailed, Demote, Event, Free, Read, Reply, Transfer, Write
+from ownership.core.pages import (
+    Beat,
+    PoolShape,
+    Violation,
+    cell,
+    earlier,
+    events_before,
+    keepers,
+    pending,
+    pool_shapes,
+    show_value,
+    truthy,
+    violations,
+)
+from ownership.core.story_kinds import beats_of
 from ownership.core.trace import Trace
 
-
-@dataclass(frozen=True)
-class PoolShape:
-    """A pool of the trace's schema whose state variables are all there: what the renderers draw."""
-
-    name: str
-    pages: tuple[str, ...]
-    free: str
-    holders: str
-    content: str
-    slot: str
-    marks: tuple[PageMark, ...] = ()
-    """The pool's marks whose variables are in the trace's states."""
-
-
-def pool_shapes(trace: Trace) -> tuple[PoolShape, ...]:
-    """The schema's pools whose variables really are in the trace's states."""
-    out: list[PoolShape] = []
-    for raw in trace.schema.pools or ():
-        if raw.name is None or raw.pages is None or raw.free is None or raw.holders is None or raw.content is None:
-            continue
-        marks = tuple(m for m in raw.marks if isinstance(trace.initial.get(m.var), Mapping))
-        pool = PoolShape(raw.name, raw.pages, raw.free, raw.holders, raw.content, raw.slot or "", marks)
-        if all(isinstance(trace.initial.get(v), Mapping) for v in (pool.free, pool.holders, pool.content)):
-            out.append(pool)
-    return tuple(out)
-
-
-def cell(state: Mapping[str, Any], var: str, key: str) -> Any:
-    """``state[var][key]``, or ``None`` when ``var`` is not a table."""
-    table = state.get(var)
-    return table.get(key) if isinstance(table, Mapping) else None
-
-
-@dataclass(frozen=True)
-class Violation:
-    """An event that breaks an invariant, located in the trace."""
-
-    step: int
-    pos: int
-    """Index of the event within its step."""
-    event: Event
-    invariant: str
-    primary: bool
-
-    @property
-    def pool(self) -> str | None:
-        pool = self.event.get("pool")
-        return str(pool) if pool is not None else None
-
-    @property
-    def page(self) -> str | None:
-        page = self.event.get("page")
-        return str(page) if page is not None else None
+__all__ = [
+    "Beat", "PageHistory", "PoolShape", "Story", "Violation", "cell", "keepers", "pending", "pool_shapes",
+    "story_of", "truthy", "violations",
+]
 
 
 @dataclass(frozen=True)
@@ -106,6 +82,17 @@ class PageHistory:
     """The reader's own writes into the pool after it got the page: (step, page or pair)."""
     held: tuple[str, ...] = ()
     """The reader's pages in the pool when it reads."""
+    sized: tuple[int, str] | None = None
+    """The latest step before the reader got the page that set fields of its request which stay so until
+    the read (``"p_input_len=1, ..."``): what its page table and its fill were computed from."""
+    dropped: tuple[int, str] | None = None
+    """For a read of a copy that does not exist: the step that dropped it, and how (a demotion's note)."""
+    late: tuple[int, str] | None = None
+    """When the content came from a late write (its writer no longer held the page): the step at which the
+    writer freed the page with that write still outstanding, and the writer."""
+    late_read: int | None = None
+    """When the read itself was late (a read posted while the reader held the page, completing after it let
+    the page go): the step at which the reader freed the page."""
 
     @property
     def skipped(self) -> bool:
@@ -119,16 +106,24 @@ class PageHistory:
 
     @property
     def root_cause(self) -> int:
-        """The latest step of the history that left the wrong content in place for the read.
+        """The step of the history that made the read see the wrong content.
 
-        The reader's own fill that skipped the page, else the hand-over of the
-        page with old content still in it, else the free that did not clear
-        it, else the write of that content; the read itself when the page has
-        no history (never written, never moved).
+        When the reader filled pages of its own but not this one, the amounts
+        its page table and its fill were computed from disagree: the step
+        that set them (:attr:`sized`), else the fill itself.  Otherwise the
+        hand-over of the page with old content still in it, else the free
+        that did not clear it, else the write of that content; for a copy
+        that does not exist, the step that dropped it; the read itself when
+        the page has no history (never written, never moved).  When the
+        content came from a late write into a page its writer had already
+        freed, that free; when the read itself completed after the reader
+        let the page go, the reader's free.
         """
         if self.skipped:
-            return max(j for j, _ in self.filled)
-        for mark in (self.given, self.freed, self.written):
+            return self.sized[0] if self.sized is not None else max(j for j, _ in self.filled)
+        if self.late_read is not None:
+            return self.late_read
+        for mark in (self.late, self.given, self.freed, self.written, self.dropped):
             if mark is not None:
                 return mark[0]
         return self.read_step
@@ -136,7 +131,70 @@ class PageHistory:
     @property
     def steps(self) -> set[int]:
         """Every step of the history (drawn outlined in the picture)."""
-        return {x[0] for x in (self.written, self.freed, self.given) if x is not None} | {self.read_step}
+        marks = (self.late, self.written, self.freed, self.given)
+        late_read = {self.late_read} if self.late_read is not None else set()
+        return {x[0] for x in marks if x is not None} | {self.read_step} | late_read
+
+    def beats(self, calls: Mapping[int, str]) -> list[Beat]:
+        """The history in words, one beat per step that matters, in step order."""
+        kv = f"{self.content}'s KV" if self.content else "nothing"
+        out: list[Beat] = []
+        if self.sized is not None and self.skipped:
+            j, fields = self.sized
+            out.append(Beat(j, f"{calls[j]} sets {self.reader}'s {fields}: what its {self.pool} pages and "
+                               "its fill are sized from"))
+        if self.late_read is not None:
+            j = self.late_read
+            out.append(Beat(j, f"{self.reader} frees {self.page} while its read of it is still in flight ({calls[j]})"))
+        if self.late is not None:
+            j, who = self.late
+            out.append(Beat(j, f"{who} frees {self.page} while its write into it is still in flight ({calls[j]})"))
+        if self.written is not None and self.late is not None:
+            j, _ = self.written
+            out.append(Beat(j, f"{self.writer}'s late write lands in {self.page}, which {self.reader} holds now "
+                               f"({calls[j]})"))
+        elif self.written is not None:
+            j, how = self.written
+            via = f" copies {how}" if "->" in how else ""
+            by = self.writer or "?"
+            if self.content and by != self.content:
+                # A copy moves whatever the source page held, possibly someone else's KV.
+                out.append(Beat(j, f"{self.page} gets {kv}, written by {by} ({calls[j]}{via})"))
+            else:
+                out.append(Beat(j, f"{self.page} written by {by} ({calls[j]}{via})"))
+        elif self.dropped is not None:
+            j, how = self.dropped
+            out.append(Beat(j, f"{how} ({calls[j]})"))
+        elif self.content is None:
+            out.append(Beat(None, f"{self.page} was never written"))
+        if self.freed is not None:
+            j, who = self.freed
+            out.append(Beat(j, f"{who} frees {self.page} ({calls[j]}); freeing does not clear it, it still holds {kv}"))
+        if self.given is not None and self.late is not None:
+            j, who = self.given
+            out.append(Beat(j, f"{self.page} is given to {who} ({calls[j]})"))
+        elif self.given is not None:
+            j, who = self.given
+            out.append(Beat(j, f"{self.page} is given to {who} ({calls[j]}) with {kv} still in it"))
+        if self.skipped:
+            steps = sorted({j for j, _ in self.filled})
+            where = ", ".join(calls[j] for j in steps)
+            what = ", ".join(how for _, how in self.filled)
+            n = len(self.filled)
+            if len(self.held) > n:
+                amount = f"only {n} of {self.reader}'s {len(self.held)} {self.pool} pages"
+            else:
+                amount = f"{n} page{'s' if n != 1 else ''} for {self.reader}"
+            out.append(Beat(steps[0], f"{where} fills {amount} ({what}); {self.page} is not overwritten"))
+        if self.late_read is not None:
+            out.append(Beat(self.read_step, f"{self.reader}'s late read of {self.page} completes, with {kv} in it "
+                                            f"({calls[self.read_step]})"))
+        elif self.dropped is not None and self.written is None:
+            out.append(Beat(self.read_step, f"{self.reader} reads its copy in the {self.pool} tier, which the index "
+                                            f"still names, and finds {self.page} ({calls[self.read_step]})"))
+        else:
+            out.append(Beat(self.read_step, f"{self.reader} reads {self.page} ({calls[self.read_step]})"))
+        return sorted(out, key=lambda b: -1 if b.step is None else b.step)
 
 
 @dataclass(frozen=True)
@@ -149,6 +207,14 @@ class Story:
     """``reply`` events with their step."""
     steps: int
     """How many steps the trace has."""
+    beats: tuple[Beat, ...] = ()
+    """The story in words, one beat per step that matters, in step order, ending at the symptom."""
+    cause: int | None = None
+    """The root-cause step (see :attr:`root_cause`)."""
+    focus: tuple[str, str] | None = None
+    """(pool, page) the story is about, when it is about one page of a drawn pool."""
+    focus_steps: frozenset[int] = frozenset()
+    """The steps of the story that changed that page (drawn outlined in the picture)."""
 
     @property
     def primary(self) -> Violation | None:
@@ -168,8 +234,13 @@ class Story:
 
     @property
     def root_cause(self) -> int | None:
-        """The step that caused it, when the page's history says (see :attr:`PageHistory.root_cause`)."""
-        return self.page.root_cause if self.page is not None else None
+        """The step that caused the primary violation (the symptom's own step when nothing earlier did)."""
+        return self.cause
+
+    @property
+    def cause_beat(self) -> Beat | None:
+        """The beat at the root-cause step (the first one there)."""
+        return next((b for b in self.beats if b.step is not None and b.step == self.cause), None)
 
 
 def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
@@ -180,22 +251,24 @@ def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
     replies = tuple(
         (i, e) for i, step in enumerate(trace.steps, start=1) for e in step.events if isinstance(e, Reply)
     )
-    return Story(found, _history(trace, shapes, primary), replies, len(trace.steps))
-
-
-def violations(trace: Trace) -> tuple[Violation, ...]:
-    """Events that break an invariant; one breaking the trace's own is primary.
-
-    The primary one is the first such event of the last step (the step that
-    reached the violating state), else the latest one anywhere.
-    """
-    found = [
-        (i, pos, e) for i, step in enumerate(trace.steps, start=1) for pos, e in enumerate(step.events) if e.violates
-    ]
-    own = [k for k, (_, _, e) in enumerate(found) if e.violates == trace.violation]
-    in_last = [k for k in own if found[k][0] == len(trace.steps)]
-    primary = in_last[0] if in_last else (own[-1] if own else None)
-    return tuple(Violation(i, pos, e, str(e.violates), k == primary) for k, (i, pos, e) in enumerate(found))
+    page = _history(trace, shapes, primary)
+    calls = {i: s.call for i, s in enumerate(trace.steps, start=1)}
+    beats: list[Beat] = []
+    cause: int | None = None
+    focus_steps: set[int] = set()
+    if page is not None:
+        beats, cause = page.beats(calls), page.root_cause
+        focus_steps = page.steps
+    elif primary is not None:
+        beats, cause = beats_of(trace, shapes, primary, calls)
+        focus_steps = {b.step for b in beats if b.step is not None}
+    # The page the story is about, when it is one of a drawn pool (a tier's "(no host copy)" is not).
+    focus = None
+    if primary is not None and primary.pool is not None and primary.page is not None:
+        if any(p.name == primary.pool and primary.page in p.pages for p in shapes):
+            focus = (primary.pool, primary.page)
+    return Story(found, page, replies, len(trace.steps), tuple(beats), cause, focus,
+                 frozenset(focus_steps) if focus is not None else frozenset())
 
 
 def _writes_into(e: Event, pool: str, page: str) -> str | None:
@@ -209,10 +282,41 @@ def _writes_into(e: Event, pool: str, page: str) -> str | None:
     return None
 
 
-def _events_before(trace: Trace, j: int, flag: Violation) -> Sequence[Event]:
-    """Step ``j``'s events, cut just before ``flag``'s event when ``j`` is its step."""
-    events = trace.steps[j - 1].events
-    return events[: flag.pos] if j == flag.step else events
+def _sized(trace: Trace, reader: str, before: int, read_step: int) -> tuple[int, str] | None:
+    """The latest step before ``before`` that set fields of ``reader``'s request which keep their value until the read.
+
+    A request's page table and the fill of its pages are both computed from
+    its own fields (a prompt length, a placeholder swapped in for a rejected
+    prompt); when the fill leaves pages out, the step that set those fields
+    is where the two amounts came apart.
+    """
+    states = trace.states
+    names = [v for v in trace.schema.per_request or () if isinstance(trace.initial.get(v), Mapping)]
+    for j in range(before - 1, 0, -1):
+        set_here = [
+            v for v in names
+            if cell(states[j], v, reader) != cell(states[j - 1], v, reader)
+            and cell(states[j], v, reader) == cell(states[read_step], v, reader)
+        ]
+        if set_here:
+            return j, ", ".join(f"{v}={show_value(cell(states[j], v, reader))}" for v in set_here)
+    return None
+
+
+def _dropped(trace: Trace, flag: Violation, reader: str, pool: str) -> tuple[int, str] | None:
+    """For a read of a copy that does not exist: the demotion of ``reader`` into ``pool`` that dropped it."""
+    before = earlier(trace, flag)
+    demote = next(((j, e) for j, e in before if isinstance(e, Demote) and e.req == reader and e.dst == pool), None)
+    if demote is None:
+        return None
+    j, d = demote
+    failed = next((e for i, e in before if i == j and isinstance(e, CopyFailed) and e.req == reader and e.dst == pool),
+                  None)
+    how = f"{reader} is demoted from the {d.src} tier to the {pool} tier: {d.note}"
+    if failed is not None:
+        how = (f"copying {reader} to the {pool} tier fails ({failed.reason}), and {reader} is demoted from the "
+               f"{d.src} tier all the same: {d.note}")
+    return j, how
 
 
 def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -> PageHistory | None:
@@ -228,24 +332,27 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
     writer: str | None = None
     for j in range(flag.step, 0, -1):
         hit = next(
-            ((h, e) for e in reversed(_events_before(trace, j, flag)) if (h := _writes_into(e, name, page))), None
+            ((h, e) for e in reversed(events_before(trace, j, flag)) if (h := _writes_into(e, name, page))), None
         )
         if hit is not None:
             written, writer = (j, hit[0]), str(hit[1].get("req", "?"))
             break
-    if written is None and pool is not None:
+    if written is None and pool is not None and pool.content:
         for j in range(flag.step, 0, -1):
             if cell(states[j], pool.content, page) != cell(states[j - 1], pool.content, page):
                 written, writer = (j, "content"), content
                 break
     start = written[0] if written else 0
+    late = _late(trace, pool, flag, written[0], writer) if written is not None and writer is not None else None
+    if late is not None:
+        start = late[0]  # the page's history runs from the writer's free: the hand-over comes before the write
     freed: tuple[int, str] | None = None
     given: tuple[int, str] | None = None
     for j in range(start + 1, flag.step + 1):
-        for e in _events_before(trace, j, flag):
+        for e in events_before(trace, j, flag):
             if page not in e.touches(name):
                 continue
-            if isinstance(e, Free):
+            if isinstance(e, Free) and (late is None or j > late[0]):
                 freed = (j, str(e.req))
             elif isinstance(e, Alloc) and e.req == reader:
                 given = (j, reader)
@@ -254,7 +361,7 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
             before = cell(states[j - 1], pool.holders, page) or []
             after = cell(states[j], pool.holders, page) or []
             left = [str(h) for h in before if h not in after]
-            if left and not after:
+            if left and not after and j < flag.step:  # the read's own step frees after reading
                 freed = (j, ",".join(left))
             if reader in after and reader not in before:
                 given = (j, reader)
@@ -263,7 +370,7 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
     filled: list[tuple[int, str]] = []
     first = given[0] if given else start + 1
     for j in range(first, flag.step + 1):
-        for e in _events_before(trace, j, flag):
+        for e in events_before(trace, j, flag):
             if e.get("req") != reader:
                 continue
             if isinstance(e, Write) and e.pool == name and (pool is None or e.page in pool.pages):
@@ -275,4 +382,32 @@ def _history(trace: Trace, pools: Sequence[PoolShape], flag: Violation | None) -
         holders = states[flag.step].get(pool.holders)
         if isinstance(holders, Mapping):
             held = tuple(p for p in pool.pages if reader in (holders.get(p) or []))
-    return PageHistory(name, page, content, reader, flag.step, written, writer, freed, given, tuple(filled), held)
+    sized = _sized(trace, reader, given[0] if given else (filled[0][0] if filled else 0), flag.step) if filled else None
+    dropped = None
+    if written is None and (pool is None or page not in pool.pages):
+        dropped = _dropped(trace, flag, reader, name)
+    if late is not None:
+        filled = []  # the reader's own fill was overwritten by the late write: not what it read
+    # A read by a request that holds the page neither before nor after its step was posted earlier and
+    # completes late: the reader let the page go in between.
+    late_read = _late(trace, pool, flag, flag.step, reader) if pool is not None and page in pool.pages else None
+    return PageHistory(name, page, content, reader, flag.step, written, writer, freed, given, tuple(filled), held,
+                       sized, dropped, late, late_read[0] if late_read is not None else None)
+
+
+def _late(trace: Trace, pool: PoolShape | None, flag: Violation, j: int, writer: str) -> tuple[int, str] | None:
+    """When the write of step ``j`` landed in a page ``writer`` no longer held: the step at which it freed it.
+
+    A write posted earlier lands wherever its descriptor points, whoever holds
+    the page by then; the page went to its next holder at the writer's free.
+    """
+    if pool is None or flag.page is None:
+        return None
+    for state in (trace.states[j - 1], trace.states[j]):  # held before or after its step: an ordinary write
+        if writer in [str(h) for h in cell(state, pool.holders, flag.page) or []]:
+            return None
+    for i in range(j - 1, 0, -1):
+        for e in trace.steps[i - 1].events:
+            if isinstance(e, Free) and e.req == writer and flag.page in e.touches(pool.name):
+                return i, writer
+    return None

@@ -70,6 +70,23 @@ def trace_to_dot(trace: Trace) -> str:
 
 
 # -- legend ----------------------------------------------------------------------------
+_ROLE_MEANS = {
+    "keeper": "holds the page for something other than a request (neither free nor lost)",
+    "count": "a count",
+    "pending": "an outstanding operation, and whose",
+    "flag": "set on the page",
+}
+
+
+def _marks_legend(model: DotModel) -> str:
+    """One sentence naming each mark drawn in the cells and the variable it shows."""
+    parts = []
+    for pool in model.pools:
+        for m in pool.marks:
+            parts.append(f"'{m.label}' ({m.var}): {_ROLE_MEANS[m.role]}")
+    return ("Also in a cell: " + "; ".join(dict.fromkeys(parts)) + ".") if parts else ""
+
+
 def _legend_label(trace: Trace, model: DotModel) -> str:
     rows: list[str] = []
 
@@ -79,10 +96,17 @@ def _legend_label(trace: Trace, model: DotModel) -> str:
     if model.pools:
         swatches = []
         shown = {str(cell(state, p.content, page)) for state in trace.states for p in model.pools for page in p.pages}
+        shown |= {str(h) for state in trace.states for p in model.pools if not p.content for page in p.pages
+                  for h in cell(state, p.holders, page) or []}
         for req in model.requests:
             if req not in shown and req not in model.lanes:
                 continue
             strong, light, pale = model.colours(req)
+            if not any(p.content for p in model.pools):
+                # Blocks carry no content label: a colour says who holds the block.
+                swatches.append(f'<TD BGCOLOR="{light}" BORDER="1" COLOR="#bbbbbb">'
+                                f'{font(esc(f"held by {req} alone"), size=10, colour=strong)}</TD>')
+                continue
             swatches.append(
                 f'<TD BGCOLOR="{light}" BORDER="1" COLOR="#bbbbbb">{font(esc(f"KV of {req}"), size=10, colour=strong)}</TD>'
                 f'<TD BGCOLOR="{pale}" BORDER="1" COLOR="#bbbbbb">{font(esc(f"free, still KV of {req}"), size=10, colour=strong)}</TD>'
@@ -91,8 +115,8 @@ def _legend_label(trace: Trace, model: DotModel) -> str:
         if primary is not None:
             what = f"offending {primary.event.kind}"
             swatches.append(f'<TD BGCOLOR="{RED}" BORDER="1">{font(esc(what), size=10, colour="white", bold=True)}</TD>')
-        if model.page_story is not None:
-            swatches.append(f'<TD BORDER="3" COLOR="{RED}">{font(esc(f"history of {model.page_story.page}"), size=10)}</TD>')
+        if model.story.focus is not None and model.story.focus_steps:
+            swatches.append(f'<TD BORDER="3" COLOR="{RED}">{font(esc(f"history of {model.story.focus[1]}"), size=10)}</TD>')
         if any(not f.primary for f in model.flags):
             swatches.append(f'<TD BGCOLOR="{ORANGE_PALE}" BORDER="3" COLOR="{ORANGE}">'
                             f'{font(esc("other violation"), size=10)}</TD>')
@@ -102,9 +126,16 @@ def _legend_label(trace: Trace, model: DotModel) -> str:
         if swatches:  # an empty <TR> is a syntax error for Graphviz
             rows.append('<TR><TD ALIGN="LEFT" COLSPAN="2"><TABLE BORDER="0" CELLSPACING="4" CELLPADDING="3"><TR>'
                         + "".join(swatches) + "</TR></TABLE></TD></TR>")
-        row(font(esc("Page cell: who holds the page after the step (or free), then whose KV it contains. "
-                      "Pages are not cleared when freed, so a page keeps the KV of its last writer."),
-                  size=10, colour=GREY))
+        if any(p.content for p in model.pools):
+            row(font(esc("Page cell: who holds the page after the step (or free), then whose KV it contains. "
+                          "Pages are not cleared when freed, so a page keeps the KV of its last writer."),
+                      size=10, colour=GREY))
+        if any(not p.content for p in model.pools):
+            row(font(esc("Block cell: which requests reference the block after the step (or free), "
+                          "then its reference count."), size=10, colour=GREY))
+        marks = _marks_legend(model)
+        if marks:
+            row(font(esc(marks), size=10, colour=GREY))
     if trace.steps:
         lanes = ("Each step runs in the lane of the request its action names; below the action: the fields it changed."
                  if model.requests else "Below each action: the fields it changed.")

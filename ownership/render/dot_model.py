@@ -15,8 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ownership.core.events import Alloc, Free, Read, Transfer, Write
-from ownership.core.schema import TraceSchema
-from ownership.core.story import PageHistory, PoolShape, Story, Violation, cell, pool_shapes, story_of
+from ownership.core.schema import PageMark, TraceSchema
+from ownership.core.story import (
+    PageHistory,
+    PoolShape,
+    Story,
+    Violation,
+    cell,
+    keepers,
+    pending,
+    pool_shapes,
+    story_of,
+    truthy,
+)
 from ownership.core.trace import Step, Trace, TraceKind
 
 # -- colours -------------------------------------------------------------------
@@ -26,6 +37,8 @@ GREY = "#6b6b6b"
 RED_PALE = "#fde0e0"
 ORANGE_PALE = "#ffe8cc"
 HEADER = "#efefef"
+KEPT = "#3d3d3d"
+"""Text of what holds a page other than a request, and of its marks (reference counts, pending operations)."""
 
 # (strong, light, pale) per request, by position in the request domain; red and
 # orange are kept out so they only ever mean "violation".
@@ -76,6 +89,7 @@ class DotModel:
         hidden = {str(g) for g in schema.ghosts or ()}
         for p in pools:
             hidden.update((p.free, p.holders, p.content, p.slot))
+            hidden.update(m.var for m in p.marks)  # drawn in the page cells
         model = DotModel(
             schema=schema,
             requests=requests,
@@ -108,6 +122,10 @@ class DotModel:
     def page_story(self) -> PageHistory | None:
         """The history of the page the offending read touched."""
         return self.story.page
+
+    def in_story(self, i: int, pool: str, page: str) -> bool:
+        """Whether step ``i`` of ``page`` is part of the bug story (outlined red)."""
+        return self.story.focus == (pool, page) and i in self.story.focus_steps
 
 
 def _lane_of(step: Step, requests: Sequence[str]) -> str:
@@ -207,17 +225,71 @@ def var_of(name: str) -> str:
     return name.split("[", 1)[0]
 
 
+def keeper_text(mark: PageMark, value: Any) -> str:
+    """A ``keeper`` mark's value as a holder: ``cached``, ``cached x``, ``handle x2``, ``pinned by J0,J1``."""
+    if value is True:
+        return mark.label
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int):
+        return mark.label if value == 1 else f"{mark.label} x{value}"
+    if isinstance(value, list):
+        return f"{mark.label} by {','.join(str(v) for v in value)}"
+    return f"{mark.label} {value}"
+
+
+def mark_lines(state: Mapping[str, Any], prev: Mapping[str, Any] | None, pool: PoolShape, page: str,
+               *, skip_keepers: bool = False) -> list[str]:
+    """What the pool's marks say about ``page`` in ``state``, one short line each, in declaration order.
+
+    ``keeper``: who else holds it (``cached x``); ``count``: ``rc=2`` (drawn
+    while non-zero, and in the step it drops to zero); ``pending``: the
+    operation and whose it is (``rdma write in flight (A)``); ``flag``: its
+    label while true.  ``skip_keepers`` leaves out keepers already drawn as
+    the page's holder.
+    """
+    out: list[str] = []
+    for m in pool.marks:
+        if m.role == "keeper":
+            value = cell(state, m.var, page)
+            if not skip_keepers and truthy(value):
+                out.append(keeper_text(m, value))
+        elif m.role == "count":
+            value = cell(state, m.var, page)
+            if truthy(value) or (prev is not None and truthy(cell(prev, m.var, page))):
+                out.append(f"{m.label}={show(value)}")
+        elif m.role == "pending":
+            out += [f"{m.label} ({who})" for who in pending(state, m, page)]
+        elif m.role == "flag" and truthy(cell(state, m.var, page)):
+            out.append(m.label)
+    return [text for text in out if text]
+
+
 def anomaly(state: Mapping[str, Any], pool: PoolShape, page: str) -> str | None:
-    """What is wrong with a page's bookkeeping in ``state``, whatever the spec says."""
+    """What is wrong with a page's bookkeeping in ``state``, whatever the spec says.
+
+    A page held by a ``keeper`` mark (a cache, a tree) is not lost; a page of
+    a pool that counts references may have several holders; a count below
+    zero is always wrong.
+    """
     holders = [str(h) for h in (cell(state, pool.holders, page) or [])]
     free = cell(state, pool.free, page) or 0
-    if len(holders) > 1:
+    kept = keepers(state, pool, page)
+    if len(holders) > 1 and not pool.shared:
         return f"{page} is held by {' and '.join(holders)} at once"
     if holders and free:
         return f"{page} is held by {holders[0]} and also on the free list"
+    if kept and free:
+        return f"{page} is {keeper_text(*kept[0])} and also on the free list"
     if free > 1:
         return f"{page} is on the free list {free} times"
-    if not holders and not free:
+    counted = False  # a positive reference count: something references the page, so it is not lost
+    for m in pool.marks:
+        value = cell(state, m.var, page)
+        if m.role == "count" and isinstance(value, int) and not isinstance(value, bool):
+            if value < 0:
+                return f"{page} has {m.label}={value}, below zero"
+            counted = counted or value > 0
+    if not holders and not free and not kept and not counted:
         return f"{page} is held by nobody and not on the free list (lost)"
     return None
-

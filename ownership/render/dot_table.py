@@ -9,26 +9,35 @@ violations orange, and the cells of the page's history are outlined red.
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
 from ownership.core.events import Read, Reply, Write
-from ownership.core.story import PoolShape, cell
+from ownership.core.story import PoolShape, cell, keepers
 from ownership.core.trace import Trace, changed_fields
 from ownership.render.dot_model import (
     FOLD_UNTOUCHED,
     GREY,
     HEADER,
+    KEPT,
     ORANGE,
     ORANGE_PALE,
     RED,
     RED_PALE,
+    WRAP,
     DotModel,
     anomaly,
     esc,
     font,
+    keeper_text,
+    mark_lines,
     owner_of,
     show,
     var_of,
     wrap,
 )
+from ownership.render.text import describe_event
 
 
 def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
@@ -59,11 +68,18 @@ def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
             reads.append(text)
         elif isinstance(e, Reply):
             # A success reply in the violating step means the client never hears of the bug.
-            alarm = last and bool(trace.violation) and str(e.status) == "200"
-            lines.append(font(esc(f"client gets HTTP {e.status}"), size=10, colour=RED if alarm else None, bold=alarm))
+            alarm = last and bool(trace.violation) and str(e.status) == "200" or bool(e.violates)
+            said = f"client gets HTTP {e.status}" + (f" ({e.violates})" if e.violates else "")
+            lines.append(font(esc(said), size=10, colour=RED if alarm else None, bold=alarm))
         elif isinstance(e, Write) and e.violates:
             colour = RED if e.violates == trace.violation else ORANGE
             lines.append(font(esc(f"writes {e.pool} {e.page} ({e.violates})"), size=10, colour=colour, bold=True))
+        elif e.violates:
+            # Every other violating event (a prefix hit, a free racing a write, a spec's own) is said in its lane too.
+            colour = RED if e.violates == trace.violation else ORANGE
+            desc = (describe_event(e) or e.kind).split("  <--")[0]
+            lines += [font(esc(text), size=10, colour=colour, bold=True)
+                      for text in textwrap.wrap(f"{desc} ({e.violates})", width=WRAP + 8)]
     if reads:
         # Three pages per line keeps the lane narrow when a step reads many pages.
         chunks = [", ".join(reads[k : k + 3]) for k in range(0, len(reads), 3)]
@@ -73,26 +89,37 @@ def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
 
 
 def _page_cell(trace: Trace, model: DotModel, i: int, pool: PoolShape, page: str) -> str:
-    """One page after step ``i``: holder, whose KV it holds, what the step did to it."""
+    """One page after step ``i``: holder, whose KV it holds, its marks, what the step did to it."""
     state = trace.states[i]
+    prev = trace.states[i - 1] if i > 0 else None
     holders = [str(h) for h in (cell(state, pool.holders, page) or [])]
     free = cell(state, pool.free, page) or 0
-    raw = cell(state, pool.content, page)
+    kept = keepers(state, pool, page)
+    raw = cell(state, pool.content, page) if pool.content else None
     content = None if raw is None else str(raw)
-    strong, light, pale = model.colours(content)
-    bg = "white" if content is None else (light if holders else pale)
+    if pool.content:
+        strong, light, pale = model.colours(content)
+        bg = "white" if content is None else (light if holders or kept else pale)
+    else:
+        # No content label (a block table's blocks): colour by the one holder, grey when shared.
+        strong, light, pale = model.colours(holders[0] if len(holders) == 1 else None)
+        bg = light if len(holders) == 1 else (HEADER if holders else "white")
     who = ",".join(holders)
     if holders and free:
         who += "+free"  # held and on the free list: double ownership
+    elif not holders and kept:
+        who = keeper_text(*kept[0]) + ("+free" if free else "")
     elif not holders:
         who = "free" if free == 1 else (f"free x{free}" if free else "lost")
     # (text, size, colour, bold)
-    lines: list[tuple[str, int, str | None, bool]] = [(who, 11, None if holders else GREY, bool(holders))]
-    if content or holders:
+    lines: list[tuple[str, int, str | None, bool]] = [
+        (who, 11, None if holders else (KEPT if kept else GREY), bool(holders or kept))
+    ]
+    if pool.content and (content or holders or kept):
         # A free page nobody wrote is just "free": keep the grid quiet where nothing happens.
         lines.append((f"KV {content}" if content else "empty", 9, strong if content else GREY, False))
-    story = model.page_story
-    in_story = story is not None and story.pool == pool.name and story.page == page and i in story.steps
+    lines += [(text, 9, KEPT, False) for text in mark_lines(state, prev, pool, page, skip_keepers=not holders)]
+    in_story = model.in_story(i, pool.name, page)
     notes = model.marks.get((i, pool.name, page), [])
     severities = {c for _, c in notes}
     if in_story:
@@ -118,24 +145,27 @@ def _page_cell(trace: Trace, model: DotModel, i: int, pool: PoolShape, page: str
 
 
 def _untouched(trace: Trace, model: DotModel, pool: PoolShape) -> list[str]:
-    """Free, never-written pages of ``pool`` that nothing in the trace touches (same cell in every state, no event).
+    """Free, never-written, unmarked pages of ``pool`` that nothing in the trace touches (same cell in every state, no event).
 
     Drawn one column each they would bury the pages that matter in a large
     pool (``page_size=1`` with 64 tokens is 64 columns), so
     :data:`FOLD_UNTOUCHED` or more of them are drawn as one column.
     """
-    first = trace.states[0]
     marked = {(pool_name, page) for _, pool_name, page in model.marks}
-    story = model.page_story
+
+    def looks(state: Mapping[str, Any], page: str) -> tuple[Any, ...]:
+        return (repr(cell(state, pool.holders, page)), cell(state, pool.free, page),
+                repr(cell(state, pool.content, page)), tuple(mark_lines(state, None, pool, page)))
+
     out = []
     for page in pool.pages:
-        if (pool.name, page) in marked or (story is not None and story.pool == pool.name and story.page == page):
+        if (pool.name, page) in marked or model.story.focus == (pool.name, page):
             continue
-        start = tuple(cell(first, var, page) for var in (pool.holders, pool.free, pool.content))
-        if any(tuple(cell(s, var, page) for var in (pool.holders, pool.free, pool.content)) != start for s in trace.states[1:]):
+        start = looks(trace.states[0], page)
+        if any(looks(s, page) != start for s in trace.states[1:]):
             continue
-        if start[0] or start[1] != 1 or start[2] is not None:
-            continue  # only free, never-written pages are folded: one cell then says what they all are
+        if start != (repr([]), 1, repr(None), ()) and start != (repr(None), 1, repr(None), ()):
+            continue  # only free, never-written, unmarked pages are folded: one cell then says what they all are
         out.append(page)
     return out if len(out) >= FOLD_UNTOUCHED else []
 
@@ -160,7 +190,7 @@ def steps_label(trace: Trace, model: DotModel) -> str:
     for pool in model.pools:
         hdr.append(f'<TD {head} COLSPAN="{len(shown[pool.name]) + bool(idle[pool.name])}">'
                    f"{font(esc(f'{pool.name} pool'), size=12, bold=True)}<BR/>"
-                   f"{font(esc('holder / KV in the page'), size=9, colour=GREY)}</TD>")
+                   f"{font(esc('holder / KV in the page' if pool.content else 'holders / references'), size=9, colour=GREY)}</TD>")
     rows.append("<TR>" + "".join(hdr) + "</TR>")
     if has_pools:
         sub = []
@@ -175,7 +205,11 @@ def steps_label(trace: Trace, model: DotModel) -> str:
     for i in range(n_steps + 1):
         last = i == n_steps and i > 0
         colour = RED if last and trace.violation else (ORANGE if last and model.deadlock else None)
-        cells = [f'<TD BGCOLOR="{HEADER}">{font(esc(str(i)), size=12, bold=True, colour=colour)}</TD>']
+        number = font(esc(str(i)), size=12, bold=True, colour=colour)
+        if i == model.story.root_cause and len(model.story.beats) > 1:
+            number += "<BR/>" + font(esc("root"), size=8, colour=RED, bold=True) + "<BR/>" \
+                + font(esc("cause"), size=8, colour=RED, bold=True)
+        cells = [f'<TD BGCOLOR="{HEADER}">{number}</TD>']
         if i == 0:
             cells.append(f'<TD COLSPAN="{len(lanes)}">{font(esc("initial state"), size=11, colour=GREY)}</TD>')
         else:

@@ -2,8 +2,9 @@
 
 Spec, summary and parameters; the violated invariant; a one-line headline
 (``B reads D0, which holds A's KV``); the bug story of
-:mod:`ownership.core.story` one line per step that matters; pages whose
-bookkeeping is wrong; and whether the client was told all was fine.
+:mod:`ownership.core.story` one line per step that matters, the root-cause
+step's line in bold and named as such; pages whose bookkeeping is wrong; and
+whether the client was told all was fine.
 """
 
 from __future__ import annotations
@@ -11,6 +12,16 @@ from __future__ import annotations
 from ownership.core.events import Read, Write
 from ownership.core.trace import Trace
 from ownership.render.dot_model import GREY, ORANGE, RED, DotModel, anomaly, esc, font
+
+
+def _symptom_text(trace: Trace, model: DotModel) -> str:
+    """The story's last beat (the offending event in words), without the call the story line adds."""
+    story = model.story
+    beat = story.beats[-1] if story.beats else None
+    if beat is None or beat.step != story.symptom or beat.step is None:
+        return ""
+    call = f" ({trace.steps[beat.step - 1].call})"
+    return beat.text[: -len(call)] if beat.text.endswith(call) else beat.text
 
 
 def _headline(trace: Trace, model: DotModel) -> tuple[str, str]:
@@ -29,7 +40,7 @@ def _headline(trace: Trace, model: DotModel) -> tuple[str, str]:
         elif isinstance(e, Write):
             what = f"{e.req} writes {e.page} in the {e.pool} pool, a page it does not hold"
         else:
-            what = f"{e.kind} by {e.get('req', '?')}"
+            what = _symptom_text(trace, model) or f"{e.kind} by {e.get('req', '?')}"
         return f"{what} ({flag.invariant})", RED
     if trace.violation:
         last = f": {trace.steps[-1].call}" if trace.steps else ""
@@ -39,44 +50,19 @@ def _headline(trace: Trace, model: DotModel) -> tuple[str, str]:
     return f"{n} step{'s' if n != 1 else ''}, no violation", "black"
 
 
-def _story_lines(trace: Trace, model: DotModel) -> list[str]:
-    """The offending page's history, one line per step that matters."""
-    story = model.page_story
-    if story is None:
-        return []
-    calls = {i: s.call for i, s in enumerate(trace.steps, start=1)}
-    kv = f"{story.content}'s KV" if story.content else "nothing"
-    lines: list[str] = []
-    if story.written is not None:
-        j, how = story.written
-        via = f" copies {how}" if "->" in how else ""
-        by = story.writer or "?"
-        if story.content and by != story.content:
-            # A copy moves whatever the source page held, possibly someone else's KV.
-            lines.append(f"step {j}: {story.page} gets {kv}, written by {by} ({calls[j]}{via})")
-        else:
-            lines.append(f"step {j}: {story.page} written by {by} ({calls[j]}{via})")
-    elif story.content is None:
-        lines.append(f"{story.page} was never written")
-    if story.freed is not None:
-        j, who = story.freed
-        lines.append(f"step {j}: {who} frees {story.page} ({calls[j]}); freeing does not clear it, it still holds {kv}")
-    if story.given is not None:
-        j, who = story.given
-        lines.append(f"step {j}: {story.page} is given to {who} ({calls[j]}) with {kv} still in it")
-    if story.skipped:
-        steps = sorted({j for j, _ in story.filled})
-        where = ", ".join(calls[j] for j in steps)
-        what = ", ".join(how for _, how in story.filled)
-        n = len(story.filled)
-        if len(story.held) > n:
-            amount = f"only {n} of {story.reader}'s {len(story.held)} {story.pool} pages"
-        else:
-            amount = f"{n} page{'s' if n != 1 else ''} for {story.reader}"
-        lines.append(
-            f"step {', '.join(str(j) for j in steps)}: {where} fills {amount} ({what}); {story.page} is not overwritten"
-        )
-    lines.append(f"step {story.read_step}: {story.reader} reads {story.page} ({calls[story.read_step]})")
+def _story_lines(trace: Trace, model: DotModel) -> list[tuple[str, bool]]:
+    """The bug story, one line per step that matters, and whether the line is the root cause."""
+    story = model.story
+    lines: list[tuple[str, bool]] = []
+    marked = False
+    for beat in story.beats:
+        if beat.step is None:
+            lines.append((beat.text, False))
+            continue
+        # The first line at the root-cause step names it (a story of one line is the headline's own step).
+        cause = not marked and beat.step == story.root_cause and len(story.beats) > 1
+        marked = marked or cause
+        lines.append(((f"root cause, step {beat.step}: " if cause else f"step {beat.step}: ") + beat.text, cause))
     return lines
 
 
@@ -120,8 +106,8 @@ def title_label(trace: Trace, model: DotModel) -> str:
         row(font(esc("invariant violated: ") + f"<B>{esc(trace.violation)}</B>", size=14, colour=RED))
     text, colour = _headline(trace, model)
     row(font(esc(text), size=18, colour=colour, bold=True))
-    for line in _story_lines(trace, model):
-        row(font(esc(line), size=12, colour=RED))
+    for line, cause in _story_lines(trace, model):
+        row(font(esc(line), size=12, colour=RED, bold=cause))
     for line in _anomaly_lines(trace, model):
         row(font(esc(line), size=12, colour=RED))
     for step, reply in model.story.replies:

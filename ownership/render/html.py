@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ownership.core.result import CheckResult, Verdict
+from ownership.core.story import story_of
 from ownership.core.trace import Trace, changed_fields
 from ownership.errors import OwnershipError
 from ownership.render.dot import trace_to_dot
@@ -133,6 +134,8 @@ pre.cmd { background:#1d2430; color:#e8ecf3; border-color:#1d2430; }
 .violation { border-left:4px solid var(--red); background:var(--red-bg); padding:10px 14px; border-radius:6px; margin:10px 0; }
 .violation .violation-headline { margin:0; font-size:17px; color:var(--red); }
 .violation p { margin:4px 0 0; }
+ol.story { margin:6px 0 0; padding-left:22px; color:var(--red); }
+.cause { color:var(--red); font-weight:700; }
 .coverage { margin:4px 0 0; }
 .notes { margin:4px 0 0; padding-left:18px; color:var(--muted); font-size:13px; }
 .figure { border:1px solid var(--line); border-radius:8px; padding:10px; overflow:auto; background:#fff; margin:8px 0 14px; }
@@ -189,6 +192,8 @@ def _source_block(title: str, fn: Any, highlight: Iterable[int] = ()) -> str:
 
 
 def _steps_table(trace: Trace, hidden: set[str]) -> str:
+    story = story_of(trace)
+    cause = story.root_cause if len(story.beats) > 1 else None
     rows = ['<tr><td class="num">0</td><td class="mono">(initial state)</td><td class="changes"></td></tr>']
     prev: Mapping[str, Any] = trace.initial
     last = len(trace.steps)
@@ -206,8 +211,9 @@ def _steps_table(trace: Trace, hidden: set[str]) -> str:
                     f'<span class="ev{" bad" if ev.violates else ""}">{"! " if ev.violates else "&gt; "}{_e(desc)}</span>'
                 )
         cls = ' class="last"' if i == last and trace.violation else ""
+        tag = ' <span class="cause">root cause</span>' if i == cause else ""
         rows.append(
-            f'<tr{cls}><td class="num">{i}</td><td class="mono">{_e(step.call)}</td>'
+            f'<tr{cls}><td class="num">{i}</td><td class="mono">{_e(step.call)}{tag}</td>'
             f'<td class="changes">{"<br>".join(changes)}{"".join(events)}</td></tr>'
         )
         prev = step.state
@@ -217,11 +223,28 @@ def _steps_table(trace: Trace, hidden: set[str]) -> str:
     )
 
 
+def _story_html(trace: Trace) -> str:
+    """The bug story, one item per step that matters, the root-cause step named and in bold."""
+    story = story_of(trace)
+    if len(story.beats) < 2:
+        return ""  # one beat is the headline's own sentence
+    items = []
+    marked = False
+    for beat in story.beats:
+        text = _e(beat.text) if beat.step is None else f"step {beat.step}: {_e(beat.text)}"
+        if not marked and beat.step is not None and beat.step == story.root_cause:
+            marked = True
+            text = f'<strong class="cause">root cause, {text}</strong>'
+        items.append(f"<li>{text}</li>")
+    return f'<ol class="story">{"".join(items)}</ol>'
+
+
 def _hidden_fields(spec: Spec, trace: Trace) -> set[str]:
     # As in the terminal table: ghosts and the pools' bookkeeping are summarised by events.
     hidden = {v.name for v in spec.vars.values() if v.ghost}
     for pool in trace.schema.pools or ():
-        hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
+        if pool.content is not None:  # block tables' holders change without events (see text.trace_table)
+            hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
     return hidden
 
 
@@ -303,6 +326,7 @@ def _run_html(section: SpecSection, run: EngineRun) -> str:
             f'<p class="violation-headline">{_e(headline(r))}</p>'
             + (f"<p><strong>{_e(what)}</strong></p>" if what else "")
             + (f'<p class="muted">{_e(doc)}</p>' if doc else "")
+            + _story_html(trace)
             + f'<p class="muted">{len(trace)} steps, replayed through the spec</p></div>'
         )
         out.append("<h4>Trace</h4>")

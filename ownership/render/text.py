@@ -7,7 +7,25 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ownership.core.events import Alloc, Event, Free, Read, Reply, Transfer, Write
+from ownership.core.events import (
+    Alloc,
+    CopyFailed,
+    Decref,
+    Demote,
+    Event,
+    Evict,
+    Free,
+    FreeDeferred,
+    PrefixHit,
+    PrefixRead,
+    Publish,
+    Read,
+    Reply,
+    Transfer,
+    Write,
+    WriteInFlight,
+    WritePosted,
+)
 from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Measure, Verdict
 from ownership.core.story import story_of
 from ownership.core.trace import Trace, TraceKind, changed_fields
@@ -89,25 +107,69 @@ def actions_line(result: CheckResult) -> str:
 
 
 def describe_event(ev: Event) -> str | None:
-    """One line for the events a reader cares about (reads that break something, replies)."""
-    if isinstance(ev, Read) and ev.violates:
+    """One line for the events a reader cares about: every event that breaks an invariant, replies, pages moving.
+
+    A violating event always gets a line, ending ``<-- invariant``, whatever
+    its kind (a spec's own events too); of the others, allocations, frees,
+    copies and replies are shown.
+    """
+    text = _what(ev)
+    if ev.violates:
+        # The step's verdict: never left out, and always naming what it breaks.
+        if not text:
+            shown = ", ".join(f"{k} {_shown(v)}" for k, v in ev.payload())
+            text = f"{ev.kind}: {shown}" if shown else ev.kind
+        return f"{text}  <-- {ev.violates}"
+    if isinstance(ev, (Reply, Alloc, Free, Transfer)):
+        return text
+    return None
+
+
+def _what(ev: Event) -> str | None:
+    """The event in words, for the kinds the vocabulary declares (``None`` for a spec's own)."""
+    if isinstance(ev, Read):
         held = f"{ev.content}'s KV" if ev.content else "nothing ever written"
-        return f"{ev.req} reads {ev.page}, which holds {held}  <-- {ev.violates}"
-    if isinstance(ev, Write) and ev.violates:
-        return f"{ev.req} writes {ev.page} without owning it  <-- {ev.violates}"
+        return f"{ev.req} reads {ev.page}, which holds {held}"
+    if isinstance(ev, Write):
+        return f"{ev.req} writes {ev.page} without owning it" if ev.violates else f"{ev.req} writes {ev.page}"
     if isinstance(ev, Reply):
         return f"client of {ev.req} gets HTTP {ev.status}"
     if isinstance(ev, Alloc):
         return f"{ev.req} takes {ev.pool} pages {', '.join(ev.pages)} (page-table order)"
     if isinstance(ev, Free):
-        return f"{ev.req} returns {ev.pool} pages {', '.join(ev.pages)} to the free list"
+        count = f" (refcount {ev.refcount})" if ev.refcount else ""
+        users = f", still used by {', '.join(ev.still_used_by)}" if ev.still_used_by else ""
+        error = f": {ev.error}" if ev.error else ""
+        return f"{ev.req} returns {ev.pool} pages {', '.join(ev.pages)} to the free list{count}{users}{error}"
     if isinstance(ev, Transfer):
         return f"KV of {ev.req} copied {ev.src}->{ev.dst}: {', '.join(ev.pages) or 'no pages'}"
-    if ev.violates:
-        # Any other event marked as a violation is the step's verdict: never leave it out.
-        shown = ", ".join(f"{k} {_shown(v)}" for k, v in ev.payload())
-        return f"{ev.kind}: {shown}  <-- {ev.violates}"
+    if isinstance(ev, Decref):
+        return f"{ev.req} drops a reference to {ev.page} (refcount {ev.refcount})"
+    if isinstance(ev, PrefixHit):
+        return f"{ev.req}'s prefix hit on {ev.node} maps {ev.page}, which holds {_prefix_kv(ev.kv)}"
+    if isinstance(ev, PrefixRead):
+        return f"{ev.req} reads the shared prefix {ev.node} in {ev.page}, which holds {_prefix_kv(ev.kv)}"
+    if isinstance(ev, Publish):
+        return f"{ev.req} publishes {ev.page} as the cached {ev.node}"
+    if isinstance(ev, Evict):
+        users = f" while {', '.join(ev.in_use_by)} still map{'s' if len(ev.in_use_by) == 1 else ''} it" \
+            if ev.in_use_by else ""
+        return f"{ev.req} evicts {ev.node}, freeing {ev.page}{users}"
+    if isinstance(ev, WritePosted):
+        return f"{ev.channel} write of {ev.req}'s KV posted into {ev.pool} pages {', '.join(ev.pages)}"
+    if isinstance(ev, WriteInFlight):
+        return f"{ev.page} is freed while {ev.req}'s write into it is still in flight"
+    if isinstance(ev, FreeDeferred):
+        return f"{ev.req} finishes; its {ev.pool} pages {', '.join(ev.pages)} are held until the transfer is fenced"
+    if isinstance(ev, CopyFailed):
+        return f"copy of {ev.req} from {ev.src} to {ev.dst} fails: {ev.reason}"
+    if isinstance(ev, Demote):
+        return f"{ev.req} is demoted from {ev.src} to {ev.dst}: {ev.note}"
     return None
+
+
+def _prefix_kv(kv: str | None) -> str:
+    return "no prefix's KV" if kv in (None, "-", "") else f"the KV of {kv}"
 
 
 def violation_sentence(trace: Trace) -> str:
@@ -145,7 +207,10 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
         lines.append(f"  {0:>3}  {'(initial state)':<32}")
     hidden = set(ghosts)
     for pool in trace.schema.pools or ():
-        hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
+        # A page pool's holders and free counts change only by alloc/free events, which the table lists; a
+        # block table's (no content variable) change when a table is copied or its window moves: kept.
+        if pool.content is not None:
+            hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
     prev: Mapping[str, Any] = trace.initial
     for i, step in enumerate(trace.steps, start=1):
         changes = [

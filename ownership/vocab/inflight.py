@@ -69,6 +69,8 @@ class InflightWrites:
         self.invariant_name = "no_free_with_write_in_flight"
         self.spec.var(self.pending_var, bool, per=(pool.own.requests, pool.Page), init=False,
                       doc=doc or f"a {name} write of the request's KV into the page is posted and has not landed")
+        if self.spec is pool.own.spec:  # a mark names a variable of the pool's own spec
+            pool.mark(self.pending_var, "pending", f"{name} write in flight")
 
     # -- queries ---------------------------------------------------------------
     def drained(self, s: Any, r: Member) -> bool:

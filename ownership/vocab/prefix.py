@@ -133,6 +133,7 @@ class PrefixIndex:
                  doc=f"the {name} entry whose value this page is (none: not in the index)")
         spec.var(self.kv_var, Optional(self.Node), per=Page, init=None,
                  doc="the prefix whose KV the page holds (not cleared on eviction: pages are not zeroed)")
+        pool.mark(self.node_var, "keeper", "cached")  # a page in the index is neither free nor lost
         spec.var(self.lock_var, Int, per=self.Node, init=0, doc=f"lock references on the {name} entry (ref_count)")
         if root_refs:
             spec.var(self.root_lock_var, Int, init=1, doc="lock references on the root (starts at 1: never evicted)")
@@ -144,7 +145,6 @@ class PrefixIndex:
                  doc="history: a page this request's page table maps was evicted from the index")
         spec.var(self.stale_var, bool, per=Req, init=False, ghost=True,
                  doc="history: this request read a matched page holding other KV")
-        pool.mark(self.node_var, "keeper", f"in {name}")  # the index owns its pages: never drawn as lost
 
     # -- the static key tree ---------------------------------------------------------------
     def path(self, node: int | None) -> tuple[int, ...]:

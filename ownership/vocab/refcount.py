@@ -32,10 +32,11 @@ length (under the solver, one path per possible length).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ownership.core.events import Alloc, Decref, Free
+from ownership.core.schema import PageMark, PoolSchema
 from ownership.errors import Code, OwnershipError, caller_location
 from ownership.lang.declarations import Domain, SizeSpec
 from ownership.lang.elements import Member, ix
@@ -99,6 +100,23 @@ class BlockTables:
                  doc="sequences whose live window references the block")
         spec.var(self.table_var, Optional(self.Block), per=(seqs, self.Slot), init=None, doc="block table entries")
         spec.var(self.len_var, Int, per=seqs, init=0, doc="entries in use in the block table")
+        # Registered so that a trace's schema draws the blocks as a pool (see ``drawn_pools``).
+        spec.extensions[f"block_tables:{name}"] = self
+
+    # -- how pictures draw the tables ----------------------------------------------
+    @property
+    def drawn_requests(self) -> Domain:
+        """The domain whose elements hold blocks: a picture's lanes."""
+        return self.seqs
+
+    def drawn_pools(self, names: Mapping[str, Sequence[str]]) -> tuple[PoolSchema, ...]:
+        """The blocks as a pool for the trace schema: holders are the live windows, the count is ``ref``.
+
+        ``names`` maps each domain to its element names.  Blocks carry no
+        content label, so the pool has no content variable.
+        """
+        return (PoolSchema(self.name, tuple(names[self.Block.name]), self.free_var, self.holders_var, None, None,
+                           (PageMark(self.ref_var, "count", "rc"),)),)
 
     # -- queries -----------------------------------------------------------------
     def width(self, s: Any) -> int | None:
