@@ -70,6 +70,8 @@ class Code(enum.Enum):
     MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
     MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
     MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
+    OPERATIONS_INVALID = (95, "a declaration of operations per request or of jobs is malformed")
+    COUNTER_NOT_INT = (96, "counters_nonnegative names a variable that is not a declared integer")
 
     @property
     def number(self) -> int:
