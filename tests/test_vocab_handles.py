@@ -295,3 +295,17 @@ def test_the_documented_example_runs_and_finds_the_race(tmp_path: Path) -> None:
     fixed = tmp_path / "two_handles_fixed.py"
     fixed.write_text(block.replace("xfer.failed(s, r))", "xfer.settled(s, r) and xfer.failed(s, r))"))
     assert explore(Instance(load_spec(fixed))).verdict is Verdict.PROVED
+
+
+def test_the_handle_domain_is_reduced_by_permutation_not_row_sorting() -> None:
+    """Handles is a value domain (the pending sets name handles), so symmetry permutes it exactly.
+
+    Row sorting it as well as the pages would sort two index domains of one
+    variable independently, which is not an exact canonical form.
+    """
+    from ownership.engines.symmetry import plan_symmetry
+
+    spec, _, ops = tiny()
+    inst, _ = run(spec, lambda s: ops.start(s, 0, 0))
+    plan = plan_symmetry(inst)
+    assert ops.Handle.name in plan.permuted and ops.Handle.name not in plan.sorted
