@@ -100,6 +100,7 @@ def test_nixl_with_one_handle_per_request_is_safe() -> None:
     assert result.verdict is Verdict.PROVED and result.stats.states == 33
 
 
+@pytest.mark.slow
 def test_nixl_fix_is_safe_at_larger_sizes() -> None:
     assert explore(instance(NIXL_FIXED, tp_ratio=3)).stats.states == 254
     result = explore(instance(NIXL_FIXED, requests=3, blocks=3))
@@ -149,6 +150,7 @@ def test_reuse_without_reuse_is_safe() -> None:
     assert result.trace is not None and len(result.trace) == 3  # the reuse itself, before anything is freed
 
 
+@pytest.mark.slow
 def test_reuse_fix_is_safe_at_larger_sizes() -> None:
     result = explore(instance(REUSE_FIXED, requests=3, blocks=3))
     assert result.verdict is Verdict.PROVED and result.stats.states == 331
