@@ -221,7 +221,10 @@ def test_the_pending_variable_is_marked_for_the_pictures() -> None:
 
 # -- under the solver ------------------------------------------------------------------------
 def solver_spec(*, fixed: bool) -> Spec:
-    """Every operation in one small spec: prepare, post, start, complete, fail, request_cancel, reset, free.
+    """Every operation in one small spec: prepare, post, complete, fail, cancel, request_cancel, reset, free.
+
+    (``start`` is ``prepare`` then ``post``; the library spec
+    ``vllm_nixl_multi_handle_failure`` runs it under bmc and prove.)
 
     ``fixed=False`` releases at the first failure (the race); ``fixed=True``
     waits until every operation of the request is terminal.
@@ -237,10 +240,17 @@ def solver_spec(*, fixed: bool) -> Spec:
     def begin(s, r: Req):  # noqa: ANN001, ANN202
         require(s.phase[r] == Phase.IDLE)
         pool.alloc(s, r, 1)
-        ops.prepare(s, r, 0)
-        ops.post(s, r, 0)
-        ops.start(s, r, 1)
+        for h in s.all(ops.Handle):
+            ops.prepare(s, r, h)  # each waits to be posted, or withdrawn
         s.phase[r] = Phase.WAITING
+
+    @spec.action
+    def post(s, r: Req, h: XferHandle):  # noqa: ANN001, ANN202, F821
+        ops.post(s, r, h)
+
+    @spec.action
+    def withdraw(s, r: Req, h: XferHandle):  # noqa: ANN001, ANN202, F821
+        ops.cancel(s, r, h)
 
     @spec.action
     def done(s, r: Req, h: XferHandle):  # noqa: ANN001, ANN202, F821
@@ -275,7 +285,8 @@ def test_every_operation_runs_under_bmc_and_finds_the_race() -> None:
     e = explore(Instance(solver_spec(fixed=False)))
     b = bmc(Instance(solver_spec(fixed=False)), BmcOptions(max_depth=4))
     assert e.violated == b.violated == "no_release_with_operation_pending"
-    assert e.trace is not None and b.trace is not None and len(e.trace) == len(b.trace) == 3
+    # begin (both prepared), post one, it fails, the release: the other is still prepared
+    assert e.trace is not None and b.trace is not None and len(e.trace) == len(b.trace) == 4
 
 
 @pytest.mark.slow

@@ -130,9 +130,11 @@ class Handles:
     def prepare(self, s: Any, r: Member, h: Member, pages: Sequence[Member] | None = None) -> None:
         """Create ``r``'s operation ``h`` (not enabled unless the slot is ``IDLE``), covering its pages.
 
-        It covers every page ``r``'s table holds now, or only ``pages`` (a
-        concrete list of pages, such as a fixed part of the table).  Until it
-        is posted it may still be cancelled for sure.
+        It covers every page ``r``'s table holds now, or only ``pages``: a
+        concrete list of pages built by spec code (under the Z3 engines the
+        pages an ``alloc`` returns are symbolic and cannot be listed; build
+        the list from ``s.all(pool.Page)`` instead).  Until it is posted it
+        may still be cancelled for sure.
         """
         st = getattr(s, self.state_var)
         require(st[r, h] == HandleState.IDLE)
