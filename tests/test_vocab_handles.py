@@ -23,6 +23,7 @@ from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 from ownership.vocab.handles import Handles, HandleState
+from ownership.vocab.inflight import holds
 
 
 def tiny(pages: int = 2, count: int = 2) -> tuple[Spec, PagePool, Handles]:
@@ -223,8 +224,9 @@ def test_the_pending_variable_is_marked_for_the_pictures() -> None:
 def solver_spec(*, fixed: bool) -> Spec:
     """Every operation in one small spec: prepare, post, complete, fail, cancel, request_cancel, reset, free.
 
-    (``start`` is ``prepare`` then ``post``; the library spec
-    ``vllm_nixl_multi_handle_failure`` runs it under bmc and prove.)
+    (``start`` is ``prepare`` then ``post``, and ``prepare`` without
+    ``pages`` covers the whole table; the library spec
+    ``vllm_nixl_multi_handle_failure`` runs both under bmc and prove.)
 
     ``fixed=False`` releases at the first failure (the race); ``fixed=True``
     waits until every operation of the request is terminal.
@@ -240,8 +242,9 @@ def solver_spec(*, fixed: bool) -> Spec:
     def begin(s, r: Req):  # noqa: ANN001, ANN202
         require(s.phase[r] == Phase.IDLE)
         pool.alloc(s, r, 1)
+        mine = [p for p in s.all(pool.Page) if holds(s, pool, r, p)]  # a concrete list, also under Z3
         for h in s.all(ops.Handle):
-            ops.prepare(s, r, h)  # each waits to be posted, or withdrawn
+            ops.prepare(s, r, h, pages=mine)  # each waits to be posted, or withdrawn
         s.phase[r] = Phase.WAITING
 
     @spec.action
