@@ -31,8 +31,15 @@ from ownership.core.events import (
     Evict,
     Free,
     FreeDeferred,
+    HandlePosted,
+    HandleSettled,
     HandOff,
+    JobDone,
+    JobHolds,
+    JobKeeps,
+    JobStarted,
     NodeSplit,
+    OperationPending,
     PrefixHit,
     PrefixRead,
     Publish,
@@ -42,6 +49,7 @@ from ownership.core.events import (
     Registered,
     Reply,
     SpecEvent,
+    StaleCompletion,
     Tombstone,
     Transfer,
     TransferOnDeregistered,
@@ -98,6 +106,16 @@ ONE_OF_EACH: list[Event] = [
     TransferOnDeregistered(channel="nixl", pool="kv", req="A", page="K0", violates="no_transfer_on_deregistered"),
     DeadlineExpired(deadline="kv_lease", req="A"),
     DeadlineExpired(deadline="ttl"),
+
+    # -- operations per request and jobs (vocab/handles.py, vocab/jobs.py)
+    HandlePosted(pool="kv", req="A", handle="R0", pages=("K0",)),
+    HandleSettled(pool="kv", req="A", handle="R0", outcome="FAILED"),
+    OperationPending(pool="kv", req="A", handle="R1", page="K0", violates="no_release_with_operation_pending"),
+    JobStarted(channel="send", pool="kv", req="A", pages=("K0",)),
+    JobKeeps(channel="send", pool="kv", req="A", pages=("K0",)),
+    JobDone(channel="send", pool="kv", req="A", age=1, pages=()),
+    JobHolds(channel="send", pool="kv", req="A", page="K0", violates="no_free_while_job_holds"),
+    StaleCompletion(channel="send", req="A", age=1, violates="no_stale_completion"),
 ]
 
 

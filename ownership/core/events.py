@@ -453,6 +453,95 @@ class NodeSplit(Event):
     into: str
     pages: tuple[str, ...] = _many()
 
+# -- operations per request (vocab/handles.py) ------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class HandlePosted(Event):
+    """``req``'s operation ``handle`` is posted; it covers ``pages`` until it is terminal."""
+
+    KIND: ClassVar[str] = "handle posted"
+    pool: str
+    req: str
+    handle: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandleSettled(Event):
+    """``req``'s operation ``handle`` is terminal: ``outcome`` is ``DONE``, ``FAILED`` or ``CANCELLED``."""
+
+    KIND: ClassVar[str] = "handle settled"
+    pool: str
+    req: str
+    handle: str
+    outcome: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperationPending(Event):
+    """``page`` is released while ``req``'s operation ``handle`` on it is not terminal."""
+
+    KIND: ClassVar[str] = "operation still pending"
+    pool: str
+    req: str
+    handle: str
+    page: str
+
+
+# -- jobs with their own references (vocab/jobs.py) ---------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class JobStarted(Event):
+    """A job of ``req`` (``channel``: a send, store, save) takes its own reference on ``pages``."""
+
+    KIND: ClassVar[str] = "job started"
+    channel: str
+    pool: str
+    req: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobKeeps(Event):
+    """``req`` releases ``pages`` but its job still references them: they stay off the free list."""
+
+    KIND: ClassVar[str] = "job keeps"
+    channel: str
+    pool: str
+    req: str
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobDone(Event):
+    """``req``'s job completes ``age`` lifecycles after the one that started it; ``pages`` return to the free list."""
+
+    KIND: ClassVar[str] = "job done"
+    channel: str
+    pool: str
+    req: str
+    age: int
+    pages: tuple[str, ...] = _many()
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobHolds(Event):
+    """``page`` goes to the free list while ``req``'s job still references it."""
+
+    KIND: ClassVar[str] = "job still holds"
+    channel: str
+    pool: str
+    req: str
+    page: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaleCompletion(Event):
+    """The completion of a job ``age`` lifecycles old is applied to request id ``req``'s current lifecycle."""
+
+    KIND: ClassVar[str] = "stale completion"
+    channel: str
+    req: str
+    age: int
+
 
 # -- specs ----------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
@@ -485,6 +574,8 @@ DECLARED: tuple[type[Event], ...] = (
     ReadPosted, ReadInFlight, Registered, Deregistered, TransferOnDeregistered, DeadlineExpired,
     ContentHit, ContentRead,
     HandOff, CacheHit, CacheRelease, Tombstone, NodeSplit,
+    HandlePosted, HandleSettled, OperationPending,
+    JobStarted, JobKeeps, JobDone, JobHolds, StaleCompletion,
 )
 """Every declared kind with a fixed name (:class:`WritePosted`'s name is its channel's)."""
 
