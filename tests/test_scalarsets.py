@@ -268,3 +268,48 @@ def test_plain_turns_elements_into_indices_at_every_depth() -> None:
     a, b = inst.elements[dom][0], inst.elements[dom][1]
     assert plain({"x": [a, (b, None)], "y": {a}}) == {"x": [0, (1, None)], "y": {0}}
     assert plain([3, "s"]) == [3, "s"]
+
+
+def _orbit(inst: Instance, state: tuple[object, ...], domains: list[str]) -> set[tuple[object, ...]]:
+    """Every renaming of ``state`` under the product of the domains' permutations."""
+    import itertools
+
+    out = {state}
+    for d in domains:
+        maps = [permuter(inst, d, perm) for perm in itertools.permutations(range(inst.sizes[d]))]
+        out = {f(x) for x in out for f in maps}
+    return out
+
+
+@pytest.mark.parametrize(("path", "params"), [
+    (TRUST / "scalar_two_index_domains.py", {}),
+    (SPECS / "vllm_nixl_multi_handle_failure_fixed.py", {}),
+    (SPECS / "sglang_pd_abort_inflight_fixed.py", {}),
+])
+def test_states_share_a_symmetry_key_only_when_one_renames_the_other(path: Path, params: dict[str, int]) -> None:
+    """The reduction's key is a function of the orbit alone: equal keys mean a renaming, never two behaviours.
+
+    Two domains sorted in one table (``cover[H, P]``) gave "p free, g covers p"
+    and "q free, g covers p" one key, so the explorer kept one of two states
+    that are no renaming of each other.
+    """
+    from ownership.engines.symcheck import _sample, symmetric_domains
+    from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+
+    inst = inst_of(path, **params)
+    plan = plan_symmetry(inst)
+    key = make_canonicalizer(inst, plan)
+    reduced = [d for d in symmetric_domains(inst) if d in (*plan.permuted, *plan.sorted)]
+    groups: dict[object, list[tuple[object, ...]]] = {}
+    for st in _sample(inst, 3000):
+        groups.setdefault(key(st), []).append(st)
+    for members in groups.values():
+        orbit = _orbit(inst, members[0], reduced)
+        assert all(m in orbit for m in members), (plan.describe(), members[:2])
+
+
+def test_a_table_of_two_symmetric_domains_sorts_one_and_permutes_the_other() -> None:
+    from ownership.engines.symmetry import plan_symmetry
+
+    plan = plan_symmetry(inst_of(TRUST / "scalar_two_index_domains.py"))
+    assert len(plan.sorted) == 1 and len(plan.permuted) == 1 and set(plan.sorted + plan.permuted) == {"P", "H"}

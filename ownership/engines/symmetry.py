@@ -13,6 +13,8 @@ Dill).  The key computed here is the *exact* canonical form:
 * a symmetric domain that is only ever an *index* (pages) is canonicalised by
   sorting its elements' rows of cells, which is exact and costs one sort
   instead of ``n!`` permutations.  This is how 8 or more pages stay cheap.
+  Only one sorted domain may index a given table: of two that share one
+  (handles and pages in ``pending[Handle, Page]``), the smaller is permuted.
 
 The canonicaliser is generated as Python source for each instance so the hot
 loop is a single function call.
@@ -62,13 +64,30 @@ def plan_symmetry(inst: Instance) -> SymmetryPlan:
             continue
         twice = any(sum(1 for x in v.index if x.name == d.name) > 1 for v in spec.vars.values())
         if d.name in as_value or twice:
-            if inst.sizes[d.name] > MAX_PERMUTED:
-                skipped.append((d.name, f"{inst.sizes[d.name]}! permutations is too many"))
-            else:
-                permuted.append(d.name)
+            _permute_or_skip(inst, d.name, permuted, skipped)
         else:
             sorted_.append(d.name)
+    # Row sorting is exact for one domain per table: a table indexed by two sorted domains
+    # (``cover[Handle, Page]``) would have its rows sorted by the first while the second's
+    # columns stay in their old order, and two states that are no renaming of each other
+    # would share a key.  The largest such domain stays sorted; the others are permuted.
+    while True:
+        shared = next((ds for v in spec.vars.values()
+                       if len(ds := sorted({x.name for x in v.index if x.name in sorted_},
+                                           key=lambda n: (-inst.sizes[n], n))) > 1), None)
+        if shared is None:
+            break
+        for name in shared[1:]:
+            sorted_.remove(name)
+            _permute_or_skip(inst, name, permuted, skipped)
     return SymmetryPlan(tuple(permuted), tuple(sorted_), tuple(skipped))
+
+
+def _permute_or_skip(inst: Instance, name: str, permuted: list[str], skipped: list[tuple[str, str]]) -> None:
+    if inst.sizes[name] > MAX_PERMUTED:
+        skipped.append((name, f"{inst.sizes[name]}! permutations is too many"))
+    else:
+        permuted.append(name)
 
 
 def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], Any]:
