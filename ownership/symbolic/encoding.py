@@ -24,7 +24,7 @@ from ownership.lang.instance import Instance
 from ownership.lang.invariants import not_bool_error
 from ownership.lang.types import BoolType, Enum, Ref, RefSet
 from ownership.symbolic.merge import rewrite
-from ownership.symbolic.paths import Path, PathExplorer, PathExplosion
+from ownership.symbolic.paths import Path, PathExplorer, PathExplosionError
 from ownership.symbolic.terms import WIDTH, Sym, SymbolicError, WidthError, fits, sort_of, to_z3
 from ownership.symbolic.view import SymParams, SymView
 
@@ -187,7 +187,7 @@ class SymbolicSpec:
                 )
         except (OwnershipError, WidthError):
             raise
-        except PathExplosion as exc:
+        except PathExplosionError as exc:
             from ownership.core.limits import stop_in
 
             stop = stop_in(exc)

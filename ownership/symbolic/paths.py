@@ -24,7 +24,7 @@ MAX_PATHS = 4096
 """Paths one action may fork into before the engine gives up on the spec."""
 
 
-class PathExplosion(SymbolicError):
+class PathExplosionError(SymbolicError):
     """More than :data:`MAX_PATHS` paths; ``where`` lists the spec lines the last run forked at."""
 
     def __init__(self, where: list[tuple[str, int]]) -> None:
@@ -155,7 +155,7 @@ class PathExplorer:
                     pending.append(tuple(t for t, _ in self.trail[:pos]) + (alt,))
             count += 1
             if count > MAX_PATHS:
-                raise PathExplosion(self.where or [])
+                raise PathExplosionError(self.where or [])
             if count == MAX_PATHS:
                 self.where = []  # the next run records where it forks, for the error
             yield enabled, result

@@ -1,6 +1,6 @@
-"""Idiom: index a table with a value held in state (``s.inflight[s.rid[l]]``).
+"""Idiom: index a table with a value held in state (``s.inflight[s.rid[lane]]``).
 
-Each lane runs one request, named by ``rid``; ``inflight[rid[l]]`` counts
+Each lane runs one request, named by ``rid``; ``inflight[rid[lane]]`` counts
 the steps in flight.  The bug: ``retire`` clears the lane before it clears
 the request's in-flight count, and ``reassign`` reuses the lane for a
 request whose count is still set.
@@ -21,25 +21,25 @@ spec.var("assigned", bool, per=Req, init=False)
 
 
 @spec.action
-def assign(s, l: Lane, r: Req):
-    require(s.rid[l] == None)  # noqa: E711
+def assign(s, lane: Lane, r: Req):
+    require(s.rid[lane] == None)  # noqa: E711
     require(not s.assigned[r])
-    s.rid[l] = r
+    s.rid[lane] = r
     s.assigned[r] = True
 
 
 @spec.action
-def launch(s, l: Lane):
-    require(s.rid[l] != None)  # noqa: E711
-    require(not s.inflight[s.rid[l]])
-    s.inflight[s.rid[l]] = True
+def launch(s, lane: Lane):
+    require(s.rid[lane] != None)  # noqa: E711
+    require(not s.inflight[s.rid[lane]])
+    s.inflight[s.rid[lane]] = True
 
 
 @spec.action
-def retire(s, l: Lane):  # bug: forgets to clear inflight
-    require(s.rid[l] != None)  # noqa: E711
-    s.assigned[s.rid[l]] = False
-    s.rid[l] = None
+def retire(s, lane: Lane):  # bug: forgets to clear inflight
+    require(s.rid[lane] != None)  # noqa: E711
+    s.assigned[s.rid[lane]] = False
+    s.rid[lane] = None
 
 
 @spec.invariant
