@@ -158,7 +158,7 @@ def not_(x: Any) -> Any:
 def all_(items: Iterable[Any]) -> Any:
     """``all(...)`` whose solver-term elements become one conjunction."""
     terms: list[z3.BoolRef] = []
-    ex = None
+    ex: Any = None
     for x in items:
         c = _cond(x)
         if c is None:
@@ -173,7 +173,7 @@ def all_(items: Iterable[Any]) -> Any:
 def any_(items: Iterable[Any]) -> Any:
     """``any(...)`` whose solver-term elements become one disjunction."""
     terms: list[z3.BoolRef] = []
-    ex = None
+    ex: Any = None
     for x in items:
         c = _cond(x)
         if c is None:
