@@ -9,7 +9,9 @@ terminal predicate (same file, same line numbers, same closure values):
 * ``a or b`` / ``a and b`` evaluate ``b`` under the condition that decides
   it, and combine both into one term when both are truth values;
 * ``not x`` of a solver term is one term;
-* ``all``/``any`` combine solver terms into one conjunction/disjunction;
+* ``all``/``any`` combine solver terms into one conjunction/disjunction, and
+  the filter of their generator (``all(x for r in R if c)``) joins the
+  element (``(not c) or x``) instead of forking per element;
 * ``if c: A else: B`` whose branches fall through (no ``return``,
   ``break``, ``continue``, ``yield``, no local name used after the ``if``)
   runs both branches *guarded*: each write becomes ``If(guard, new, old)``,
@@ -241,6 +243,24 @@ class _Rewrite(ast.NodeTransformer):
         call = ast.Call(func=ast.Name(f"{_PREFIX}bool_op", ast.Load()),
                         args=[ast.Constant(isinstance(node.op, ast.And)), *thunks], keywords=[])
         return ast.copy_location(call, node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        # all(x for r in R if c) is all((not c) or x for r in R), any(x for r in R if c) is any(c and x ...):
+        # the filter's test then merges into the element instead of forking per element.
+        if (isinstance(node.func, ast.Name) and node.func.id in ("all", "any") and len(node.args) == 1
+                and not node.keywords and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))):
+            comp = node.args[0]
+            last = comp.generators[-1]
+            if last.ifs and not last.is_async:
+                test = last.ifs[0] if len(last.ifs) == 1 else ast.BoolOp(op=ast.And(), values=last.ifs)
+                if node.func.id == "all":
+                    elt: ast.expr = ast.BoolOp(op=ast.Or(), values=[ast.UnaryOp(op=ast.Not(), operand=test), comp.elt])
+                else:
+                    elt = ast.BoolOp(op=ast.And(), values=[test, comp.elt])
+                comp.elt = ast.copy_location(elt, comp.elt)
+                last.ifs = []
+        self.generic_visit(node)
+        return node
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         self.generic_visit(node)
