@@ -5,7 +5,7 @@ from ownership import Enum, Ownership, Spec, require, violates
 spec = Spec("idiom_if_free", summary="an if around free inside a loop", expect=violates("running_holds_pages"))
 spec.param("requests", 4)
 spec.param("pages", 4)
-Req = spec.domain("Req", "requests", symmetric=True, names="ABCD")
+Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEFGH")
 own = Ownership(spec, requests=Req)
 pool = own.pool("kv", "pages")
 Phase = Enum("Phase", "WAITING RUNNING DONE")
