@@ -69,10 +69,10 @@ def test_idiom_runs_under_every_engine(name: str, engine: str) -> None:
     _agree(engine, ENGINES[engine](Instance(spec)), reference)
 
 
-def _encoded(name: str) -> object:
+def _encoded(name: str, **params: int) -> object:
     from ownership.symbolic.encoding import SymbolicSpec
 
-    return SymbolicSpec(Instance(load_spec(IDIOMS / f"{name}.py")), ())
+    return SymbolicSpec(Instance(load_spec(IDIOMS / f"{name}.py"), params or None), ())
 
 
 def test_if_around_free_in_a_loop_is_one_path() -> None:
@@ -83,7 +83,7 @@ def test_if_around_free_in_a_loop_is_one_path() -> None:
 
 
 def test_or_in_a_terminal_predicate_does_not_fork_per_request() -> None:
-    sym = _encoded("terminal_or")
+    sym = _encoded("terminal_or", requests=8, pages=2)  # forking: more than 4,096 paths
     # pages_returned_when_idle forks once on the terminal predicate, which is one term.
     assert len(sym.invariants["pages_returned_when_idle"]) <= 2  # type: ignore[attr-defined]
     assert len(sym.invariants["settled_requests_hold_nothing_or_failed"]) == 1  # type: ignore[attr-defined]

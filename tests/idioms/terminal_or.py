@@ -10,7 +10,7 @@ spec = Spec("idiom_terminal_or", summary="terminal predicate written with or",
             expect=violates("pages_returned_when_idle"))
 spec.param("requests", 3)
 spec.param("pages", 3)
-Req = spec.domain("Req", "requests", symmetric=True, names="ABC")
+Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEFGH")
 own = Ownership(spec, requests=Req)
 pool = own.pool("kv", "pages")
 Phase = Enum("Phase", "WAITING RUNNING DONE FAILED")
