@@ -80,11 +80,17 @@ class SymField:
             e = k.e
             if not isinstance(e, z3.BitVecRef):
                 raise SymbolicError(f"a symbolic value ({e}) that is not a number is used as an index")
+            leaves = _numeral_leaves(e)
+            if leaves is not None and all(0 <= v < n for v in leaves):
+                values = sorted(leaves)  # an If chain over elements (a page of a page set): in range by construction
+            else:
+                values = list(range(n))
             bits = max(e.size(), n.bit_length() + 2)
             if bits > e.size():
                 e = z3.SignExt(bits - e.size(), e)
-            self.view.check_index(z3.And(e >= 0, e < n), f"index {k.e} may be out of range 0..{n - 1}")
-            out = [([*c, e == i], pos + i * st) for c, pos in out for i in range(n)]
+            if leaves is None or values != sorted(leaves):
+                self.view.check_index(z3.And(e >= 0, e < n), f"index {k.e} may be out of range 0..{n - 1}")
+            out = [([*c, e == i], pos + i * st) for c, pos in out for i in values]
         return [(z3.And(c) if len(c) > 1 else c[0], pos) for c, pos in out]
 
     def __getitem__(self, key: Any) -> Any:
@@ -115,6 +121,23 @@ class SymField:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+
+def _numeral_leaves(e: z3.ExprRef, limit: int = 256) -> set[int] | None:
+    """The values of an ``If`` tree whose leaves are all numerals, or ``None``."""
+    out: set[int] = set()
+    todo = [e]
+    while todo:
+        t = todo.pop()
+        if z3.is_bv_value(t):
+            out.add(t.as_signed_long())
+        elif z3.is_app_of(t, z3.Z3_OP_ITE):
+            todo.extend(t.children()[1:])
+        else:
+            return None
+        if len(out) > limit:
+            return None
+    return out
 
 
 def flag_condition(inst: Instance, invariant: str, when: Any) -> z3.BoolRef | None:
