@@ -197,3 +197,20 @@ def test_documented_specs_agree_with_explore(engine: str, tmp_path_factory: pyte
             unknown.append(path.name)
     if unknown:  # reported, not failed: prove may run out of its bounds
         print(f"{engine}: UNKNOWN within the bounds for {', '.join(unknown)}")
+
+
+def test_positions_and_length_of_a_page_set_of_symbolic_size(tmp_path: Path) -> None:
+    """``len(pages_of)`` forks per size; ``pages_of(...)[0]`` needs a guard that the set is not empty."""
+    src = (IDIOMS / "pages_loop.py").read_text()
+    guarded = src.replace("    for p in pool.pages_of(s, r):\n        s.first_page[r, p] = False\n",
+                          "    held = pool.pages_of(s, r)\n    require(len(held) > 0)\n    s.first_page[r, held[0]] = False\n")
+    assert guarded != src
+    (tmp_path / "guarded.py").write_text(guarded)
+    spec = load_spec(tmp_path / "guarded.py")
+    _agree("bmc", _bmc(Instance(spec), 5), _explore(Instance(spec)))
+    unguarded = guarded.replace("    require(len(held) > 0)\n", "")
+    (tmp_path / "unguarded.py").write_text(unguarded)
+    from ownership.symbolic.encoding import SymbolicSpec
+
+    with pytest.raises(OwnershipError, match="may be past the end"):
+        SymbolicSpec(Instance(load_spec(tmp_path / "unguarded.py")), ())

@@ -104,18 +104,24 @@ class SymPages:
             raise TypeError("index a page set with an int position")
         if i < 0:
             raise IndexError("negative positions of a page set are not supported symbolically")
-        if not self._has(i):
-            if self.length is not None:
+        if self.length is not None:
+            if i >= self.length:
                 raise IndexError(f"page set index {i} out of range (it has {self.length} pages)")
-            from ownership.lang.guard import Disabled as _Disabled
-
-            raise _Disabled  # see spec-guide "What the Z3 engines accept": a missing position disables the step
+        else:
+            # As an index held in state: refused unless the set has a page at i wherever this runs.
+            count = self.count()
+            self.ex.view.check_index(z3.Not(z3.ULE(count.e, z3.BitVecVal(i, count.e.size()))) if i < len(self.member)
+                                     else z3.BoolVal(False), f"page set index {i} may be past the end of the set")
         return self._at(i)
 
     def __len__(self) -> int:
-        if self.length is None:
-            raise TypeError("len() of a page set whose size is symbolic; count with pool.held(s, r) instead")
-        return self.length
+        if self.length is not None:
+            return self.length
+        count = self.count()
+        for k in range(len(self.member)):  # one path per possible size, as a loop over the set forks
+            if count == k:
+                return k
+        return len(self.member)
 
     def __bool__(self) -> bool:
         return self.length > 0 if self.length is not None else bool(self.count() > 0)
