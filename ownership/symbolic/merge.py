@@ -322,7 +322,8 @@ def rewrite(fn: Callable[..., Any], *, merge_ifs: bool = True) -> Callable[..., 
     ast.fix_missing_locations(module)
     ast.increment_lineno(module, first - 1)
     glob = dict(fn.__globals__)
-    glob.update(HELPERS)
+    # (a module that defines its own all/any keeps them)
+    glob.update({k: v for k, v in HELPERS.items() if k.startswith(_PREFIX) or k not in glob})
     glob.setdefault("__builtins__", builtins)
     try:
         compiled = compile(module, code.co_filename, "exec")
