@@ -214,3 +214,34 @@ def test_positions_and_length_of_a_page_set_of_symbolic_size(tmp_path: Path) -> 
 
     with pytest.raises(OwnershipError, match="may be past the end"):
         SymbolicSpec(Instance(load_spec(tmp_path / "unguarded.py")), ())
+
+
+def test_an_if_assigning_a_local_read_later_still_forks(tmp_path: Path) -> None:
+    """Merging both branches would leave the else branch's value in ``k``: such an ``if`` forks, and stays right."""
+    (tmp_path / "local.py").write_text(
+        "from ownership import Spec, require, violates\n"
+        "spec = Spec('local_if', summary='a local set in a branch', expect=violates('small'))\n"
+        "spec.var('on', bool, init=False)\n"
+        "spec.var('n', int, init=0)\n"
+        "@spec.action\n"
+        "def switch(s):\n"
+        "    require(not s.on)\n"
+        "    s.on = True\n"
+        "@spec.action\n"
+        "def bump(s):\n"
+        "    k = 0\n"
+        "    if s.on:\n"
+        "        k = 2\n"
+        "    else:\n"
+        "        k = 1\n"
+        "    s.n = k\n"
+        "@spec.invariant\n"
+        "def small(s):\n"
+        "    return s.n < 2\n"
+    )
+    spec = load_spec(tmp_path / "local.py")
+    from ownership.symbolic.encoding import SymbolicSpec
+
+    sym = SymbolicSpec(Instance(spec), ())
+    assert len(next(ap for ap in sym.actions if ap.action == "bump").paths) == 2
+    _agree("bmc", _bmc(Instance(spec), 3), _explore(Instance(spec)))
