@@ -245,3 +245,22 @@ def test_an_if_assigning_a_local_read_later_still_forks(tmp_path: Path) -> None:
     sym = SymbolicSpec(Instance(spec), ())
     assert len(next(ap for ap in sym.actions if ap.action == "bump").paths) == 2
     _agree("bmc", _bmc(Instance(spec), 3), _explore(Instance(spec)))
+
+
+def test_rewrite_runs_only_the_code_that_was_loaded(tmp_path: Path) -> None:
+    """A spec file changed on disk after loading is not what runs: its functions are left as they are."""
+    import importlib.util
+    import linecache
+
+    from ownership.symbolic.merge import rewrite
+
+    path = tmp_path / "changed.py"
+    path.write_text("def f(s):\n    return s.a or s.b\n")
+    loaded = importlib.util.spec_from_file_location("changed_module", path)
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    assert rewrite(module.f) is not module.f  # the source matches: rewritten
+    path.write_text("def f(s):\n    return s.a and s.b and s.c\n")
+    linecache.checkcache(str(path))
+    assert rewrite(module.f) is module.f

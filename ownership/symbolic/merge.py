@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import inspect
 import textwrap
 import types
@@ -296,6 +297,32 @@ class _Rewrite(ast.NodeTransformer):
         return out
 
 
+def _build(fdef: ast.FunctionDef, name: str, free: tuple[str, ...], first: int, file: str) -> types.CodeType | None:
+    """A module defining a factory that takes ``fn``'s free variables and returns the function ``fdef``."""
+    factory = ast.FunctionDef(
+        name=f"{_PREFIX}factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in free], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fdef, ast.Return(ast.Name(name, ast.Load()))], decorator_list=[], returns=None,
+    )
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, first - 1)
+    try:
+        return compile(module, file, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _function_code(module: types.CodeType, name: str) -> bytes | None:
+    """The bytecode of function ``name`` inside the factory of a module built by :func:`_build`."""
+    for factory in module.co_consts:
+        if isinstance(factory, types.CodeType):
+            for c in factory.co_consts:
+                if isinstance(c, types.CodeType) and c.co_name == name:
+                    return c.co_code
+    return None
+
+
 def rewrite(fn: Callable[..., Any], *, merge_ifs: bool = True) -> Callable[..., Any]:
     """``fn`` rewritten as the module docstring says, or ``fn`` itself if its source cannot be read."""
     code = getattr(fn, "__code__", None)
@@ -310,23 +337,20 @@ def rewrite(fn: Callable[..., Any], *, merge_ifs: bool = True) -> Callable[..., 
         return fn
     fdef = tree.body[0]
     fdef.decorator_list = []
+    # The source read must be the code that runs (a file rewritten since it was imported is not).
+    plain = _build(copy.deepcopy(fdef), fn.__name__, code.co_freevars, first, code.co_filename)
+    if plain is None or _function_code(plain, fn.__name__) != code.co_code:
+        return fn
     rewriter = _Rewrite(fdef, merge_ifs)
     fdef = rewriter.visit(fdef)
-    free = list(code.co_freevars)
-    factory = ast.FunctionDef(
-        name=f"{_PREFIX}factory",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in free], kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[fdef, ast.Return(ast.Name(fn.__name__, ast.Load()))], decorator_list=[], returns=None,
-    )
-    module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
-    ast.increment_lineno(module, first - 1)
+    compiled = _build(fdef, fn.__name__, code.co_freevars, first, code.co_filename)
+    if compiled is None:
+        return fn
     glob = dict(fn.__globals__)
     # (a module that defines its own all/any keeps them)
     glob.update({k: v for k, v in HELPERS.items() if k.startswith(_PREFIX) or k not in glob})
     glob.setdefault("__builtins__", builtins)
     try:
-        compiled = compile(module, code.co_filename, "exec")
         exec(compiled, glob)  # noqa: S102 - the spec's own function, recompiled
         cells = [c.cell_contents for c in (fn.__closure__ or ())]
         new = glob[f"{_PREFIX}factory"](*cells)
