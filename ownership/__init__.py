@@ -12,6 +12,7 @@ from ownership.lang.guard import Disabled, require
 from ownership.lang.model import Spec
 from ownership.lang.types import Bool, Enum, Int, Optional, SetOf
 from ownership.vocab.pool import Ownership, PagePool, transfer
+from ownership.vocab.refcount import all_of, any_of, none_of, not_
 
 __all__ = [
     "Bool",
@@ -29,7 +30,11 @@ __all__ = [
     "Source",
     "Spec",
     "Values",
+    "all_of",
+    "any_of",
     "ceil_div",
+    "none_of",
+    "not_",
     "require",
     "safe",
     "transfer",

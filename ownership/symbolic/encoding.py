@@ -23,7 +23,8 @@ from ownership.lang.guard import is_truth_value
 from ownership.lang.instance import Instance
 from ownership.lang.invariants import not_bool_error
 from ownership.lang.types import BoolType, Enum, Ref, RefSet
-from ownership.symbolic.paths import Path, PathExplorer
+from ownership.symbolic.merge import rewrite
+from ownership.symbolic.paths import Path, PathExplorer, PathExplosionError
 from ownership.symbolic.terms import WIDTH, Sym, SymbolicError, WidthError, fits, sort_of, to_z3
 from ownership.symbolic.view import SymParams, SymView
 
@@ -86,8 +87,12 @@ class SymbolicSpec:
                 self.int_cells.update(range(lay.offset, lay.offset + lay.length))
             self.sorts.extend([sort_of(v.type, inst.sizes, self.width)] * lay.length)
         self.cells = [z3.Const(f"x!{i}", s) for i, s in enumerate(self.sorts)]
+        self.cell_types = self.type_constraints(self.cells)
         self.reduced = set(self.sorted_domains) if self.symmetry else set()
+        self._merged: dict[int, Callable[..., Any]] = {}
         self.view = SymView(self)
+        self.explorer.view = self.view
+        self.explorer.merging = True
         self.actions = []
         for act in spec.actions.values():
             ranges: list[list[Any]] = []
@@ -101,14 +106,14 @@ class SymbolicSpec:
                 else:
                     ranges.append(list(range(inst.sizes[d.name])))
             for args in itertools.product(*ranges):
-                call = _bind(act.fn, self.view, [Sym(a, self.explorer) if isinstance(a, z3.ExprRef) else a for a in args])
+                call = _bind(self.merged(act.fn), self.view, [Sym(a, self.explorer) if isinstance(a, z3.ExprRef) else a for a in args])
                 paths = self._paths(call, f"action {act.name}", act.file)
                 # A disabled path's overflow counts too: its guard may sit on a wrapped comparison.
                 overflows = [z3.And(o, *p.constraints) for p in paths for o in p.overflows]
                 self.actions.append(ActionPaths(act.name, tuple(args), [p for p in paths if p.enabled], overflows))
         self.invariants = {}
         for inv in spec.invariants.values():
-            self.invariants[inv.name] = self._paths(_bind(inv.fn, self.view, []), f"invariant {inv.name}", inv.file)
+            self.invariants[inv.name] = self._paths(_bind(self.merged(inv.fn), self.view, []), f"invariant {inv.name}", inv.file)
             for p in self.invariants[inv.name]:
                 if p.enabled and not is_truth_value(p.result):
                     raise not_bool_error(inv, p.result)
@@ -120,6 +125,12 @@ class SymbolicSpec:
                         "invariant sees a state that is not the one reached",
                         inv.file, inv.line,
                     )
+
+    def merged(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` rewritten so that its ``and``/``or``/``not``/``if`` merge paths (:mod:`ownership.symbolic.merge`)."""
+        if id(fn) not in self._merged:
+            self._merged[id(fn)] = rewrite(fn)
+        return self._merged[id(fn)]
 
     def _check_sizes_fixed(self) -> None:
         """Domain sizes must not depend on free parameters (the unrolling has fixed width)."""
@@ -176,6 +187,14 @@ class SymbolicSpec:
                 )
         except (OwnershipError, WidthError):
             raise
+        except PathExplosionError as exc:
+            from ownership.core.limits import stop_in
+
+            stop = stop_in(exc)
+            if stop is not None:
+                raise stop from None
+            where = exc.hottest or (file, None)
+            raise OwnershipError(Code.SPEC_RUNTIME, f"{what} cannot run symbolically: {exc}", where[0], where[1]) from None
         except Exception as exc:  # noqa: BLE001 - spec code
             raise self._error(what, exc, file) from None
         return out

@@ -9,6 +9,8 @@ made.  ``require`` is an ``if`` whose false branch ends the path as disabled.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,39 @@ from ownership.symbolic.terms import WIDTH, SymbolicError, conjunction
 
 MAX_PATHS = 4096
 """Paths one action may fork into before the engine gives up on the spec."""
+
+
+class PathExplosionError(SymbolicError):
+    """More than :data:`MAX_PATHS` paths; ``where`` lists the spec lines the last run forked at."""
+
+    def __init__(self, where: list[tuple[str, int]]) -> None:
+        self.where = where
+        counts: dict[tuple[str, int], int] = {}
+        for w in where:
+            counts[w] = counts.get(w, 0) + 1
+        self.hottest = max(counts, key=counts.__getitem__) if counts else None
+        at = f" (most forks at {self.hottest[0]}:{self.hottest[1]})" if self.hottest else ""
+        super().__init__(
+            f"more than {MAX_PATHS} paths: the spec branches on too many symbolic values{at}; "
+            "combine conditions with all_of/any_of/not_, or move the branching into the vocabulary"
+        )
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def spec_frame() -> tuple[str, int]:
+    """File and line of the innermost caller outside the ownership package (the spec line that forked)."""
+    frame = sys._getframe(1)
+    fallback: tuple[str, int] | None = None
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if not os.path.abspath(file).startswith(_PACKAGE + os.sep):
+            return file, frame.f_lineno
+        if fallback is None and os.sep + "vocab" + os.sep in file:
+            fallback = (file, frame.f_lineno)
+        frame = frame.f_back  # type: ignore[assignment]
+    return fallback or ("<unknown>", 0)
 
 
 @dataclass
@@ -48,6 +83,16 @@ class PathExplorer:
         self.trail: list[tuple[int, int]] = []
         self.pc: list[z3.BoolRef] = []
         self.overflows: list[z3.BoolRef] = []
+        self.merging = False
+        """Whether rewritten spec code merges branches on this explorer's terms (:mod:`ownership.symbolic.merge`)."""
+        self.guards: list[z3.BoolRef] = []
+        """The conditions of the merged ``if`` branches running now: writes hold only under them."""
+        self.view: Any = None
+        """The symbolic view whose assumptions and choices a merged branch guards (set by its owner)."""
+        self.decided: dict[int, bool] = {}
+        """Conditions already decided on this path (by term id): deciding one again does not fork."""
+        self.where: list[tuple[str, int]] | None = None
+        """Spec lines of this run's forks, recorded only to locate a path explosion."""
 
     def no_overflow(self, ok: z3.BoolRef) -> None:
         """Arithmetic stays in range on this path only if ``ok``: record when it does not.
@@ -68,7 +113,14 @@ class PathExplorer:
             return True
         if z3.is_false(cond):
             return False
-        return self.decide(2, cond) == 0
+        known = self.decided.get(cond.get_id())
+        if known is not None:  # ``x or y`` tests x twice (the or, then its caller): fork once
+            return known
+        if self.where is not None:
+            self.where.append(spec_frame())
+        taken = self.decide(2, cond) == 0
+        self.decided[cond.get_id()] = taken
+        return taken
 
     def decide(self, count: int, cond: z3.BoolRef | None = None) -> int:
         pos = len(self.trail)
@@ -82,11 +134,14 @@ class PathExplorer:
         """Yield ``(enabled, result)`` once per path; path state is read from this object."""
         pending: list[tuple[int, ...]] = [()]
         count = 0
+        self.where = None
         while pending:
             self.prefix = pending.pop()
             self.trail = []
             self.pc = []
             self.overflows = []
+            self.guards = []
+            self.decided = {}
             on_start()
             enabled = True
             result = None
@@ -100,7 +155,9 @@ class PathExplorer:
                     pending.append(tuple(t for t, _ in self.trail[:pos]) + (alt,))
             count += 1
             if count > MAX_PATHS:
-                raise SymbolicError(f"more than {MAX_PATHS} paths: the spec branches on too many symbolic values")
+                raise PathExplosionError(self.where or [])
+            if count == MAX_PATHS:
+                self.where = []  # the next run records where it forks, for the error
             yield enabled, result
 
 

@@ -37,12 +37,21 @@ class SymField:
         self.shape = shape
         self.strides = strides(shape)
 
-    def _pos(self, key: Any) -> int:
+    def _keys(self, key: Any) -> tuple[Any, ...]:
         keys = key if isinstance(key, tuple) else (key,)
         if len(keys) != len(self.shape):
             raise IndexError(f"index with {len(self.shape)} elements")
+        out = []
+        for k in keys:
+            if isinstance(k, Sym) and getattr(k.ex, "concretize", None) is not None:
+                k = k.__index__()  # the parametric explorer forks on each feasible value
+            out.append(k)
+        return tuple(out)
+
+    def _pos(self, key: Any) -> int:
+        """The cell of a concrete index (a symbolic one is refused: see :meth:`candidates`)."""
         pos = self.off
-        for k, n, st in zip(keys, self.shape, self.strides, strict=True):
+        for k, n, st in zip(self._keys(key), self.shape, self.strides, strict=True):
             if isinstance(k, Sym):
                 k.__index__()
             if not 0 <= k < n:
@@ -50,11 +59,59 @@ class SymField:
             pos += k * st
         return pos
 
+    def candidates(self, key: Any) -> list[tuple[z3.BoolRef | None, int]]:
+        """``(condition, cell)`` for each cell ``key`` may name; the condition is ``None`` for a concrete index.
+
+        A symbolic index (a value held in state, a page of a returned page
+        set) ranges over the domain: one candidate per element, each with
+        the condition that the index equals it.  The view checks first that
+        the index cannot be out of range on this path (OWN006 otherwise).
+        """
+        keys = self._keys(key)
+        if not any(isinstance(k, Sym) for k in keys):
+            return [(None, self._pos(keys))]
+        out: list[tuple[list[z3.BoolRef], int]] = [([], self.off)]
+        for k, n, st in zip(keys, self.shape, self.strides, strict=True):
+            if not isinstance(k, Sym):
+                if not 0 <= k < n:
+                    raise IndexError(f"index {k} out of range 0..{n - 1}")
+                out = [(c, pos + k * st) for c, pos in out]
+                continue
+            e = k.e
+            if not isinstance(e, z3.BitVecRef):
+                raise SymbolicError(f"a symbolic value ({e}) that is not a number is used as an index")
+            leaves = _numeral_leaves(e)
+            if leaves is not None and all(0 <= v < n for v in leaves):
+                values = sorted(leaves)  # an If chain over elements (a page of a page set): in range by construction
+            else:
+                values = list(range(n))
+            bits = max(e.size(), n.bit_length() + 2)
+            if bits > e.size():
+                e = z3.SignExt(bits - e.size(), e)
+            if leaves is None or values != sorted(leaves):
+                self.view.check_index(z3.And(e >= 0, e < n), f"index {k.e} may be out of range 0..{n - 1}")
+            out = [([*c, e == i], pos + i * st) for c, pos in out for i in values]
+        return [(z3.And(c) if len(c) > 1 else c[0], pos) for c, pos in out]
+
     def __getitem__(self, key: Any) -> Any:
-        return self.view.read_cell(self._pos(key))
+        cands = self.candidates(key)
+        if cands[0][0] is None:
+            return self.view.read_cell(cands[0][1])
+        # An If-chain over the cells the index may name (the last is the default: the index is in range).
+        cond_last, last = cands[-1]
+        term = self.view.cell_term(last)
+        for cond, pos in reversed(cands[:-1]):
+            term = z3.If(cond, self.view.cell_term(pos), term)
+        return Sym(term, self.view.explorer)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self.view.write_cell(self._pos(key), value)
+        cands = self.candidates(key)
+        if cands[0][0] is None:
+            self.view.write_cell(cands[0][1], value)
+            return
+        for cond, pos in cands:  # every cell the index may name: the new value where it does, the old elsewhere
+            self.view.write_cell(pos, Sym(z3.If(cond, self.view.value_term(value, pos), self.view.cell_term(pos)),
+                                          self.view.explorer))
 
     def __iter__(self) -> Iterator[Any]:
         if len(self.shape) != 1:
@@ -64,6 +121,23 @@ class SymField:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+
+def _numeral_leaves(e: z3.ExprRef, limit: int = 256) -> set[int] | None:
+    """The values of an ``If`` tree whose leaves are all numerals, or ``None``."""
+    out: set[int] = set()
+    todo = [e]
+    while todo:
+        t = todo.pop()
+        if z3.is_bv_value(t):
+            out.add(t.as_signed_long())
+        elif z3.is_app_of(t, z3.Z3_OP_ITE):
+            todo.extend(t.children()[1:])
+        else:
+            return None
+        if len(out) > limit:
+            return None
+    return out
 
 
 def flag_condition(inst: Instance, invariant: str, when: Any) -> z3.BoolRef | None:
@@ -148,15 +222,47 @@ class SymView(CellView):
         self.flags.append((invariant, conjunction([*pc, cond]) if pc else cond))
 
     # cells
+    @property
+    def explorer(self) -> Any:
+        """The path explorer this view's terms fork on."""
+        return self._enc.explorer
+
     def read_cell(self, pos: int) -> Any:
         if pos in self.writes:
             return self.writes[pos]
         return Sym(self._enc.cells[pos], self._enc.explorer)
 
     def write_cell(self, pos: int, value: Any) -> None:
-        if isinstance(value, Sym):
+        guards = self._enc.explorer.guards
+        if guards:  # inside a merged ``if`` branch: the write holds only where the branch is taken
+            g = guards[0] if len(guards) == 1 else z3.And(guards)
+            value = Sym(z3.If(g, self.value_term(value, pos), self.cell_term(pos)), self._enc.explorer)
+        elif isinstance(value, Sym):
             value = Sym(value.e, value.ex)
         self.writes[pos] = value
+
+    def value_term(self, value: Any, pos: int) -> z3.ExprRef:
+        """``value`` as a term of cell ``pos``'s sort."""
+        return self._enc.value_term(value, pos)
+
+    def check_index(self, ok: z3.BoolRef, message: str) -> None:
+        """OWN006 unless ``ok`` (a symbolic index is in range) holds wherever this path can run."""
+        ok = z3.simplify(ok)
+        if z3.is_true(ok):
+            return
+        solver = z3.Solver()
+        solver.set("timeout", 10_000)
+        solver.add(*self._enc.explorer.pc, *self.constraints, *self._enc.cell_types)
+        solver.add(z3.Not(ok))
+        if solver.check() != z3.unsat:
+            raise SymbolicError(f"{message} on some path; guard it (require or if) so that it is in range")
+
+    def terminal(self) -> Any:
+        """The terminal predicate as a term (not forced to a bool, so calling it does not fork)."""
+        done = self._inst.spec.done
+        if done is None:
+            return super().terminal()
+        return self._enc.merged(done)(self)
 
     def cell_term(self, pos: int) -> z3.ExprRef:
         """The current value of a cell as a term (for vocabulary encodings)."""
@@ -172,7 +278,7 @@ class SymView(CellView):
         self._enc.explorer.no_overflow(ok)
 
     def set_term(self, pos: int, term: z3.ExprRef) -> None:
-        self.writes[pos] = Sym(term, self._enc.explorer)
+        self.write_cell(pos, Sym(term, self._enc.explorer))
 
     def layout(self, var: str) -> Any:
         return self._enc.inst.layouts[var]

@@ -36,17 +36,108 @@ from ownership.vocab.refcount import BlockTables
 
 @dataclass
 class SymPages:
-    """A symbolic set of pages of one pool, each with its page-table position."""
+    """A symbolic set of pages of one pool, each with its page-table position.
+
+    What ``alloc`` and ``pages_of`` return under the Z3 engines.  It behaves
+    as the list the concrete operations return: ``for p in pages`` visits
+    the pages in page-table order and ``pages[i]`` is the page at position
+    ``i``; each such page is a solver term (an ``If`` chain over the pool's
+    pages), usable as an index of the spec's tables and in the vocabulary's
+    operations.  ``rank[p]`` is page ``p``'s position counted from 0 among
+    the set's pages; ``length`` is the number of pages when it is fixed.
+    """
 
     pool: str
     member: list[z3.BoolRef]
     position: list[z3.ExprRef]
+    rank: list[z3.ExprRef] | None = None
+    length: int | None = None
+    ex: Any = None
+
+    def _ranks(self) -> list[z3.ExprRef]:
+        if self.rank is None:
+            n = len(self.member)
+            width = self.position[0].size() if n else 8
+            self.rank = []
+            for p in range(n):
+                # Stable sort by position, as the concrete pages_of sorts (ties by page index).
+                before = [z3.And(self.member[q], z3.Or(self.position[q] < self.position[p],
+                                                        z3.And(self.position[q] == self.position[p], z3.BoolVal(q < p))))
+                          for q in range(n) if q != p]
+                self.rank.append(sum((z3.If(b, z3.BitVecVal(1, width), z3.BitVecVal(0, width)) for b in before),
+                                     z3.BitVecVal(0, width)))
+        return self.rank
+
+    def count(self) -> Any:
+        """The number of pages: an int when fixed, else a solver term."""
+        if self.length is not None:
+            return self.length
+        width = self.position[0].size() if self.member else 8
+        return Sym(sum((b2i(m, width) for m in self.member), z3.BitVecVal(0, width)), self.ex)
+
+    def _at(self, i: int) -> Sym:
+        """The page at position ``i`` (assumed to exist)."""
+        n = len(self.member)
+        ranks = self._ranks()
+        sort = z3.BitVecSort(max(2, n.bit_length() + 1))
+        term: z3.ExprRef = z3.BitVecVal(n - 1, sort)
+        for p in reversed(range(n - 1)):
+            term = z3.If(z3.And(self.member[p], ranks[p] == i), z3.BitVecVal(p, sort), term)
+        return Sym(term, self.ex)
+
+    def _has(self, i: int) -> bool:
+        """Whether position ``i`` exists (forks when the number of pages is symbolic)."""
+        if self.length is not None:
+            return i < self.length
+        if i >= len(self.member):
+            return False
+        return bool(self.count() > i)
 
     def __iter__(self) -> Any:
-        raise TypeError(
-            "iterating pages returned by the vocabulary is not supported symbolically; "
-            "pass them to write/read/free_pages instead"
-        )
+        i = 0
+        while self._has(i):
+            yield self._at(i)
+            i += 1
+
+    def __getitem__(self, i: Any) -> Sym:
+        if not isinstance(i, int):
+            raise TypeError("index a page set with an int position")
+        if i < 0:
+            raise IndexError("negative positions of a page set are not supported symbolically")
+        if self.length is not None:
+            if i >= self.length:
+                raise IndexError(f"page set index {i} out of range (it has {self.length} pages)")
+        else:
+            # As an index held in state: refused unless the set has a page at i wherever this runs.
+            count = self.count()
+            self.ex.view.check_index(z3.Not(z3.ULE(count.e, z3.BitVecVal(i, count.e.size()))) if i < len(self.member)
+                                     else z3.BoolVal(False), f"page set index {i} may be past the end of the set")
+        return self._at(i)
+
+    def __len__(self) -> int:
+        if self.length is not None:
+            return self.length
+        count = self.count()
+        for k in range(len(self.member)):  # one path per possible size, as a loop over the set forks
+            if count == k:
+                return k
+        return len(self.member)
+
+    def __bool__(self) -> bool:
+        return self.length > 0 if self.length is not None else bool(self.count() > 0)
+
+    def __contains__(self, page: Any) -> bool:
+        if isinstance(page, Sym):
+            return bool(Sym(z3.Or(*[z3.And(m, _eq_page(page.e, p)) for p, m in enumerate(self.member)]), self.ex))
+        return bool(Sym(self.member[int(page)], self.ex))
+
+
+def _eq_page(e: z3.ExprRef, p: int) -> z3.BoolRef:
+    """``e == p`` for a page term of any width."""
+    bits = max(e.size(), p.bit_length() + 2)  # type: ignore[attr-defined]
+    if bits > e.size():  # type: ignore[attr-defined]
+        e = z3.SignExt(bits - e.size(), e)  # type: ignore[attr-defined]
+    return e == z3.BitVecVal(p, bits)  # type: ignore[no-any-return]
 
 
 def _int(s: SymView, x: Any) -> z3.ExprRef:
@@ -84,13 +175,24 @@ def as_pages(s: SymView, pool: PagePool, pages: Any) -> SymPages:
         return pages
     n = s.size(pool.Page)
     listed = list(pages)
-    for p in listed:
-        if isinstance(p, Sym):
-            p.__index__()
+    if any(isinstance(p, Sym) for p in listed):
+        # Pages chosen by solver terms (elements of a returned page set): page q is in the
+        # list where some entry equals it, at the position of the first such entry.
+        member: list[z3.BoolRef] = []
+        position: list[z3.ExprRef] = []
+        for q in range(n):
+            eqs = [_eq_page(p.e, q) if isinstance(p, Sym) else z3.BoolVal(int(p) == q) for p in listed]
+            pos: z3.ExprRef = ival(-1, s.width)
+            for i in reversed(range(len(listed))):
+                pos = z3.If(eqs[i], ival(i, s.width), pos)
+            member.append(z3.Or(*eqs) if eqs else z3.BoolVal(False))
+            position.append(pos)
+        return SymPages(pool.name, member, position, ex=s._enc.explorer)
     return SymPages(
         pool.name,
         [z3.BoolVal(p in listed) for p in range(n)],
         [ival(listed.index(p) if p in listed else -1, s.width) for p in range(n)],
+        length=len(listed), ex=s._enc.explorer,
     )
 
 
@@ -103,7 +205,7 @@ def available(s: SymView, pool: PagePool) -> Sym:
 def pages_of(s: SymView, pool: PagePool, r: int) -> SymPages:
     holders = _terms(s, pool.holders_var)
     slots = _terms(s, pool.slot_var)
-    return SymPages(pool.name, [_bit(h, r) for h in holders], list(slots))
+    return SymPages(pool.name, [_bit(h, r) for h in holders], list(slots), ex=s._enc.explorer)
 
 
 @encodes(PagePool.alloc)
@@ -144,7 +246,8 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
         return chosen
 
     s.record_pick(picks)
-    return SymPages(pool.name, take, [z3.If(take[p], pos[p] + ival(first_slot, s.width), ival(-1, s.width)) for p in range(size)])
+    return SymPages(pool.name, take, [z3.If(take[p], pos[p] + ival(first_slot, s.width), ival(-1, s.width)) for p in range(size)],
+                    rank=list(pos), length=n if isinstance(n, int) else None, ex=s._enc.explorer)
 
 
 @encodes(PagePool.write)

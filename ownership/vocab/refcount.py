@@ -58,6 +58,16 @@ def any_of(*conds: Any) -> Any:
     return sum(conds) > 0
 
 
+def not_(cond: Any) -> Any:
+    """``not cond`` without branching: a bool concretely, one term under the solver."""
+    return cond == False  # noqa: E712 - also runs on solver terms
+
+
+def none_of(*conds: Any) -> Any:
+    """``not (c1 or c2 or ...)`` without branching: a bool concretely, one term under the solver."""
+    return sum(conds) == 0
+
+
 class BlockTables:
     """Reference-counted blocks and one block table per sequence; see the module docstring.
 
@@ -339,4 +349,4 @@ class BlockTables:
         }
 
 
-__all__ = ["BUILTINS", "BlockTables", "all_of", "any_of"]
+__all__ = ["BUILTINS", "BlockTables", "all_of", "any_of", "none_of", "not_"]
