@@ -370,3 +370,77 @@ def test_v21_ranks_admission_first(v21) -> None:
     assert [a.action for a in v21.fix_points][:2] == ["decode_pop_preallocated", "decode_pop_transferred"]
     # Path order is kept where the explanation lists it.
     assert [a.depth for a in v21.necessary] == sorted(a.depth for a in v21.necessary)
+
+
+# -- what --explain prints: each further step on its own, and the likeliest fix -------------------
+def _report(name: str, invariant: str) -> tuple[list[str], str]:
+    d = diagnose(Instance(load_spec(EXPLAIN / f"{name}.py")), invariant)
+    lines = explain_report(d)
+    return lines, " ".join(" ".join(lines).split())
+
+
+@pytest.mark.parametrize(("name", "invariant", "first", "again"), [
+    ("tick_twice", "never_armed_at_two", "x = 0", "x = 1"),
+    ("two_sizes", "total_below_three", "adds = 0", "adds = 1"),
+])
+def test_explain_prints_each_further_step_with_its_own_conditions(name: str, invariant: str, first: str,
+                                                                  again: str) -> None:
+    lines, text = _report(name, invariant)
+    # The headline: the first step's conditions, then "and again with" the second's, never one conjunction.
+    assert f"with {first}" in text and f"; and again with {again}" in text
+    assert text.index(f"with {first}") < text.index(f"and again with {again}")
+    assert f"{first}, {again}" not in text and f"{first}; {again}" not in text
+    # The path-order list: the second step on a line of its own, under the action's line.
+    (row,) = [i for i, ln in enumerate(lines) if ln.lstrip().startswith(("tick()", "add(n)"))]
+    rest = lines[row + 1:]
+    again_row = next(i for i, ln in enumerate(rest) if "and again with:" in ln)
+    assert again in rest[again_row] and first not in rest[again_row]
+    assert all(again not in ln for ln in lines[row:row + 1 + again_row])  # not on the first step's lines
+
+
+def test_explain_without_a_second_step_says_no_and_again() -> None:
+    _, text = _report("evict_pending", "no_corrupt_page")
+    assert "and again" not in text
+
+
+@pytest.mark.parametrize(("name", "invariant"), [
+    ("tick_twice", "never_armed_at_two"), ("two_sizes", "total_below_three"),
+    ("evict_pending", "no_corrupt_page"), ("land_handle", "no_corrupt_page"),
+])
+def test_explain_prints_the_likeliest_fix_first_and_keeps_path_order(name: str, invariant: str) -> None:
+    d = diagnose(Instance(load_spec(EXPLAIN / f"{name}.py")), invariant)
+    lines = explain_report(d)
+    text = " ".join(" ".join(lines).split())
+    first = d.fix_points[0]
+    (fix,) = [i for i, ln in enumerate(lines) if "likeliest fix first:" in ln]
+    assert f"likeliest fix first: {first.signature} (" in text
+    listing = next(i for i, ln in enumerate(lines) if "actions every path takes, in path order" in ln)
+    assert fix < listing
+    rows = [ln.split()[0] for ln in lines[listing + 1:] if ln.startswith("      ") and not ln.startswith(" " * 37)]
+    assert rows == [a.signature.split()[0] for a in d.necessary]  # the listing is still in path order
+
+
+def test_the_likeliest_fix_is_said_with_why_it_ranks_first(v21) -> None:
+    # evict_pending: land's check loses no other state, post's and evict's lose some; none gives pages up.
+    d = diagnose(Instance(load_spec(EXPLAIN / "evict_pending.py")), "no_corrupt_page")
+    assert [a.action for a in d.fix_points][0] == "land" and [a.action for a in d.necessary][0] == "post"
+    text = " ".join(" ".join(explain_report(d)).split())
+    assert "likeliest fix first: land(r, p) (a check here loses no other state, the fewest)" in text
+    # A missing check ranks on it: v21's admission, whose field no step reads.
+    text = " ".join(" ".join(explain_report(v21)).split())
+    assert ("likeliest fix first: decode_pop_preallocated(r) (no step on the way reads p_to_finish[r] = yes: "
+            "the check is missing here)") in text
+    # A release whose code reads the hazard another step leaves unread: the abort path frees anyway.
+    d = diagnose(instance("sglang_pd_abort_inflight_buggy"), "no_free_with_write_in_flight")
+    text = " ".join(" ".join(explain_report(d)).split())
+    assert ("likeliest fix first: decode_pop_transferred(r) (it gives pages up although its code reads "
+            "rdma_pending[r, d] = yes for some d in DecodePage, which no other step on the way checks)") in text
+
+
+def test_the_html_report_shows_the_further_step_and_the_likeliest_fix() -> None:
+    from ownership.render.html import _diagnosis_html
+
+    d = diagnose(Instance(load_spec(EXPLAIN / "tick_twice.py")), "never_armed_at_two")
+    page = _diagnosis_html(d)
+    assert "likeliest fix first: tick()" in page
+    assert 'and again with:</span> x = 1' in page and "x = 0" in page.split("and again with:")[0]

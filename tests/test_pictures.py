@@ -114,6 +114,17 @@ ROOT_CAUSES = {
     "mooncake_get_outlives_lease_buggy": (5, 7, "evict(A)"),  # the buffer evicted while the Get still reads it
     "sglang_epd_send_deregister_buggy": (4, 4, "rank0_send_done(A)"),  # deregistered while rank 1 still reads
     "vllm_nixl_abort_timeout_buggy": (2, 2, "p_release_expired(A)"),  # freed while decode's read is in flight
+    # Content identity: the lookup whose index key does not tell two contents apart hands the page over.
+    "vllm_prefix_hash_collision_buggy": (3, 4, "schedule(B, yz)"),  # yz's lookup hits xz's block (colliding hash)
+    "vllm_prefix_lora_scope_buggy": (3, 4, "schedule(B, sql)"),  # the lookup ignores the LoRA scope
+    # Paired (SWA) caches: the insert as a live node of a block whose window pages are gone (a state invariant:
+    # no event breaks it, the last step does); the recovery that releases a locked node's full pages.
+    "sglang_swa_insert_evicted_window_buggy": (3, 3, "finish(A)"),
+    "sglang_swa_recover_locked_full_buggy": (3, 3, "prefill(B)"),
+    # Handles: the first handle's failure taken for the request's while its sibling still writes the block.
+    "vllm_nixl_multi_handle_failure_buggy": (2, 3, "xfer_failed(A, R0)"),
+    # Jobs: the id reused while the first lifecycle's send job holds its block; the free by id then frees it.
+    "vllm_request_id_reuse_stale_send_buggy": (2, 3, "prefill(A)"),
 }
 
 
@@ -399,3 +410,34 @@ def test_a_vocabulary_event_of_its_own_is_told_from_the_marks_it_declares() -> N
     ]
     assert (story.root_cause, story.symptom) == (3, 3)
     assert "root cause, step 3: read still in flight on K0" in trace_to_dot(trace)
+
+
+def test_a_state_invariant_no_event_breaks_gets_the_last_step_as_its_symptom() -> None:
+    # Judged on the state alone: no event of the trace violates it, yet the last step reached the bad state.
+    spec = late_read_spec()
+    pool = spec.extensions["ownership"].pools[0]
+
+    @spec.invariant
+    def b_holds_nothing(s) -> bool:  # type: ignore[no-untyped-def]
+        """Request B never holds a page (judged on the state: no event flags it)."""
+        return len(pool.pages_of(s, 1)) == 0
+
+    inst = Instance(spec)
+    path = [(inst.find_instance(a, (r,)).index, picks) for a, r, picks in (
+        ("fill", 0, [0]), ("drop", 0, []), ("fill", 1, [0]))]
+    trace = build_trace(inst, path, engine="explore", violation="b_holds_nothing")
+    assert not any(e.violates for step in trace.steps for e in step.events)
+    story = story_of(trace)
+    assert story.primary is None
+    assert (story.symptom, story.root_cause) == (3, 3)
+    # The last step's events on pages, each after the event before it on the same page: A's free of K0.
+    assert [b.step for b in story.beats] == [2, 3, 3]
+    assert "free by A on K0 (drop(A))" == story.beats[0].text
+    dot = trace_to_dot(trace)
+    assert "b_holds_nothing is violated after step 3" in dot and "root cause, step 3: " in dot
+
+
+def test_a_state_invariant_broken_at_the_initial_state_has_no_symptom_step() -> None:
+    trace = Trace("t", None, {}, {"x": 1}, (), violation="x_is_zero")
+    story = story_of(trace)
+    assert story.symptom is None and story.root_cause is None and story.beats == ()

@@ -18,7 +18,12 @@ finds, from a :class:`~ownership.core.trace.Trace` alone:
   publish of a page nobody wrote; the prefix hit that put a page in use
   unprotected; the free of a page a write is still in flight into; the
   reference dropped before a second free; the demotion that dropped the only
-  copy; the offending step itself when nothing earlier explains it;
+  copy; the lookup whose index key does not tell the page's content from the
+  one looked up; a sibling operation's failure taken for the request's; the
+  reuse of a request id while a job of its previous lifecycle still holds
+  pages; the offending step itself when nothing earlier explains it;
+* for a state invariant no event breaks, the last step as the symptom (it
+  reached the violating state) and the story of its events;
 * the replies to clients (``reply`` events), since a success reply in the
   violating step means nobody hears of the bug.
 
@@ -52,7 +57,7 @@ from ownership.core.pages import (
     truthy,
     violations,
 )
-from ownership.core.story_kinds import beats_of
+from ownership.core.story_kinds import beats_of, state_beats
 from ownership.core.trace import Trace
 
 __all__ = [
@@ -215,6 +220,8 @@ class Story:
     """(pool, page) the story is about, when it is about one page of a drawn pool."""
     focus_steps: frozenset[int] = frozenset()
     """The steps of the story that changed that page (drawn outlined in the picture)."""
+    broken_at: int | None = None
+    """For a state invariant no event breaks: the step that reached the violating state (the last one)."""
 
     @property
     def primary(self) -> Violation | None:
@@ -228,9 +235,9 @@ class Story:
 
     @property
     def symptom(self) -> int | None:
-        """The step that shows the bug: the primary violation's step."""
+        """The step that shows the bug: the primary violation's step, else the step that broke a state invariant."""
         primary = self.primary
-        return primary.step if primary is not None else None
+        return primary.step if primary is not None else self.broken_at
 
     @property
     def root_cause(self) -> int | None:
@@ -262,13 +269,18 @@ def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
     elif primary is not None:
         beats, cause = beats_of(trace, shapes, primary, calls)
         focus_steps = {b.step for b in beats if b.step is not None}
+    broken_at = None
+    if primary is None and trace.violation and trace.steps:
+        # A state invariant judged on the state alone: the last step reached the violating state.
+        broken_at = len(trace.steps)
+        beats, cause = state_beats(trace, shapes, calls)
     # The page the story is about, when it is one of a drawn pool (a tier's "(no host copy)" is not).
     focus = None
     if primary is not None and primary.pool is not None and primary.page is not None:
         if any(p.name == primary.pool and primary.page in p.pages for p in shapes):
             focus = (primary.pool, primary.page)
     return Story(found, page, replies, len(trace.steps), tuple(beats), cause, focus,
-                 frozenset(focus_steps) if focus is not None else frozenset())
+                 frozenset(focus_steps) if focus is not None else frozenset(), broken_at)
 
 
 def _writes_into(e: Event, pool: str, page: str) -> str | None:

@@ -33,6 +33,7 @@ from ownership.render.text import (
     describe_event,
     display_path,
     explain_headline,
+    fix_line,
     format_value,
     headline,
     violation_sentence,
@@ -271,6 +272,8 @@ def _diagnosis_html(d: Diagnosis) -> str:
                 f" &mdash; {_e(a.doc)}<br>{items}</li>"
             )
         parts.append("</ul>")
+    if d.necessary:
+        parts.append(f"<p>{_e(fix_line(d))}</p>")
     parts.append("</div>")
     if d.necessary:
         rows = []
@@ -282,6 +285,9 @@ def _diagnosis_html(d: Diagnosis) -> str:
                 )
                 or '<span class="muted">any step of it</span>'
             )
+            for call in a.other_calls:  # a further step of the action: its own conditions, never joined to these
+                again = "; ".join(_e(c.text) for c in call) or "any step of it"
+                conds += f'<br><span class="muted">and again with:</span> {again}'
             star = " &#9888;" if a.first_unchecked else ""
             rows.append(
                 f'<tr><td class="mono">{_e(a.signature)}{star}</td><td>{_e(a.doc)}</td>'

@@ -337,8 +337,22 @@ def explain_headline(d: Diagnosis) -> str:
     for a in d.missing_checks or d.necessary:
         doc = f" [{a.doc.rstrip('.')}]" if a.doc else ""
         conds = _focus_conditions(a)
-        parts.append(f"{a.signature}{doc}" + (f" with {', '.join(c.text for c in conds)}" if conds else ""))
+        parts.append(f"{a.signature}{doc}" + (f" with {', '.join(c.text for c in conds)}" if conds else "")
+                     + "".join(f"; {_again(call)}" for call in a.other_calls))
     return f"every path to {d.invariant} passes through: " + "; ".join(parts)
+
+
+def _again(call: tuple[Condition, ...]) -> str:
+    """A further step of the same action every path takes, with its own conditions (never joined to the first's)."""
+    return "and again with " + ", ".join(c.text for c in call) if call else "and again"
+
+
+def fix_line(d: Diagnosis) -> str:
+    """``likeliest fix first: <action> (<why>)``: the first of :attr:`Diagnosis.fix_points`, and why it ranks first."""
+    from ownership.analysis.explain.wording import fix_reason
+
+    first = d.fix_points[0]
+    return f"likeliest fix first: {first.signature} ({fix_reason(first, d.necessary)})"
 
 
 def explain_report(d: Diagnosis) -> list[str]:
@@ -355,6 +369,7 @@ def explain_report(d: Diagnosis) -> list[str]:
             for c in _focus_conditions(a):
                 doc = f"  ({c.doc})" if c.doc and len(c.fields) == 1 else ""
                 lines.append(f"        {c.text}{doc}")
+    lines.extend(textwrap.wrap(fix_line(d), width=WIDTH, initial_indent="    ", subsequent_indent="      "))
     lines.append(
         f"    all {len(d.necessary)} actions every path takes, in path order, with the conditions every path meets "
         "there ([unread]: no step on the way reads it):"
@@ -364,4 +379,10 @@ def explain_report(d: Diagnosis) -> list[str]:
         lines.extend(textwrap.wrap(
             f"{a.signature:<30} {_where(a)}: {conds}", width=WIDTH, initial_indent="      ", subsequent_indent=" " * 37,
         ))
+        # Each further step of the action on its own line: its conditions never hold with the first step's.
+        for call in a.other_calls:
+            again = "; ".join(_condition_text(c) for c in call) or "(any step of it)"
+            lines.extend(textwrap.wrap(
+                f"and again with: {again}", width=WIDTH, initial_indent=" " * 37, subsequent_indent=" " * 39,
+            ))
     return lines

@@ -137,20 +137,54 @@ def rank(actions: tuple[NecessaryAction, ...]) -> tuple[str, ...]:
     Ties keep path order.
     """
     order = {a.action: i for i, a in enumerate(actions)}
-    missing = {c.key for a in actions for c in a.first_unchecked}
-
-    def knows(a: NecessaryAction) -> bool:
-        conds = [*a.conditions, *(c for call in a.other_calls for c in call)]
-        return a.releases and any(c.key in missing and not c.unchecked for c in conds)
 
     def key(a: NecessaryAction) -> tuple[int, int, int, int]:
-        if knows(a):
-            return (0, 0, 0, order[a.action])
-        if a.first_unchecked:  # missing checks keep their path order, as the explanation lists them
-            return (1, 0, 0, order[a.action])
+        tier = _tier(a, actions)
+        if tier < 2:  # missing checks keep their path order, as the explanation lists them
+            return (tier, 0, 0, order[a.action])
         return (2, not a.releases, a.collateral, order[a.action])
 
     return tuple(a.action for a in sorted(actions, key=key))
+
+
+def _missing(actions: tuple[NecessaryAction, ...]) -> set[str]:
+    """Keys of the conditions that are a missing check at some necessary action."""
+    return {c.key for a in actions for c in a.first_unchecked}
+
+
+def _known(a: NecessaryAction, actions: tuple[NecessaryAction, ...]) -> list[Condition]:
+    """The conditions ``a``'s own code reads that are a missing check elsewhere (on any of its steps)."""
+    missing = _missing(actions)
+    conds = [*a.conditions, *(c for call in a.other_calls for c in call)]
+    return [c for c in conds if c.key in missing and not c.unchecked]
+
+
+def _tier(a: NecessaryAction, actions: tuple[NecessaryAction, ...]) -> int:
+    """Which rule of :func:`rank` places ``a``: 0 gives pages up knowing, 1 a missing check, 2 the rest."""
+    if a.releases and _known(a, actions):
+        return 0
+    return 1 if a.first_unchecked else 2
+
+
+def fix_reason(a: NecessaryAction, actions: tuple[NecessaryAction, ...]) -> str:
+    """Why :func:`rank` puts ``a`` where it is, in one clause (for the ``likeliest fix first`` line).
+
+    ``actions`` are all the diagnosis' necessary actions: whether a
+    condition is a missing check, and how ``a`` compares on the other states
+    its check loses, depend on the others.
+    """
+    tier = _tier(a, actions)
+    if tier == 0:
+        known = ", ".join(dict.fromkeys(c.text for c in _known(a, actions)))
+        return f"it gives pages up although its code reads {known}, which no other step on the way checks"
+    if tier == 1:
+        return f"no step on the way reads {', '.join(c.text for c in a.first_unchecked)}: the check is missing here"
+    rest = [b for b in actions if b is not a and _tier(b, actions) == 2 and b.releases == a.releases]
+    lost = "no other state" if a.collateral == 0 else f"{a.collateral:,} other state{'s' if a.collateral != 1 else ''}"
+    fewest = ", the fewest" if rest and all(a.collateral < b.collateral for b in rest) else ""
+    if a.releases:
+        return f"it gives pages up, which is where a page goes wrong; a check here loses {lost}{fewest}"
+    return f"a check here loses {lost}{fewest}"
 
 
 def _shorten(conditions: list[Condition]) -> tuple[Condition, ...]:
