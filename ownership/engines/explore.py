@@ -24,6 +24,7 @@ from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance, State
 from ownership.lang.invariants import invariant_value, select_invariants
 from ownership.lang.successors import ActionInstance, Successor
+from ownership.lang.symbolic_rules import symbolic_obstacles
 
 if TYPE_CHECKING:
     from ownership.session.settings import Settings
@@ -136,8 +137,19 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     if search.reduced:
         # The reduction is sound only if the spec really is symmetric: test that on a sample first.
         notes.append(check_symmetry(inst, (*plan.permuted, *plan.sorted), invariants=names).describe())
+    notes += symbolic_notes(inst.spec)
     outcome = search.run(_Checker(inst, search, names, options.deadlock))
     return _result(inst, options, search, outcome, names, notes)
+
+
+def symbolic_notes(spec: Any) -> list[str]:
+    """What bmc and prove would refuse in this spec, said at load time (the first place and a count)."""
+    found = symbolic_obstacles(spec)
+    if not found:
+        return []
+    first = found[0]
+    more = f" (and {len(found) - 1} more such line{'s' if len(found) > 2 else ''})" if len(found) > 1 else ""
+    return [f"bmc and prove cannot run this spec: {first.file}:{first.line}: {first.message}{more}"]
 
 
 _VERDICTS = {

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
+from ownership.lang.symbolic_rules import INDEX_HINT
 from ownership.lang.types import BoolType, Enum, Ref, RefSet, ValueType
 
 if TYPE_CHECKING:
@@ -192,10 +193,7 @@ class Sym:
         concretize = getattr(self.ex, "concretize", None)
         if concretize is not None:  # the parametric explorer forks on each feasible value
             return int(concretize(self.e))
-        raise SymbolicError(
-            f"a symbolic value ({self.e}) is used as an index or count; index with domain elements "
-            "or use the ownership vocabulary"
-        )
+        raise SymbolicError(f"a symbolic value ({self.e}) is used as a Python index or count; {INDEX_HINT}")
 
     __int__ = __index__
 
