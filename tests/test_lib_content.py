@@ -154,6 +154,23 @@ def test_vllm_fix_refuses_the_colliding_hash() -> None:
         state = out.state
 
 
+def test_vllm_fix_checks_the_hash_itself_never_collides() -> None:
+    """With the weak hash put back, the fixed spec fails at the collision, two steps before any wrong read."""
+    fixed = load_spec(SPECS / f"{VLLM_FIXED}.py")
+    weak = fixed.derive("vllm_fixed_with_the_weak_hash")
+    cache = fixed.actions["schedule"].fn.__globals__["cache"]
+
+    @weak.replace
+    def block_hash(s: Any, prompt: Any) -> Any:
+        return cache.hash(s, prompt, collide=True)
+
+    result = explore(Instance(weak))
+    assert result.violated == "block_hashes_distinct" and result.trace is not None
+    assert [s.action for s in result.trace.steps] == ["schedule", "schedule"]
+    wrong = explore(Instance(weak), ExploreOptions(invariants=("no_wrong_content_read",)))
+    assert wrong.violated == "no_wrong_content_read" and wrong.trace is not None and len(wrong.trace) == 4
+
+
 # -- vLLM PR #3263 ----------------------------------------------------------------------------------
 def test_vllm_request_under_another_adapter_reads_the_first_adapters_kv() -> None:
     trace = explore(instance(LORA_BUGGY)).trace
