@@ -202,6 +202,16 @@ def test_vllm_lora_fix_keeps_one_cached_block_per_adapter() -> None:
     assert scopes == {"base", "sql"}
 
 
+def test_vllm_lora_fix_checks_the_adapter_is_in_the_cache_key() -> None:
+    """The fix's own invariant fails on the unfixed registration as soon as a block is cached (2 steps, not 4)."""
+    fixed = load_spec(SPECS / f"{LORA_FIXED}.py")
+    buggy = load_spec(SPECS / f"{LORA_BUGGY}.py").derive("lora_buggy_checked_for_the_key")
+    buggy.invariant(fixed.invariants["cached_under_own_adapter"].fn, name="cached_under_own_adapter")
+    result = explore(Instance(buggy))
+    assert result.violated == "cached_under_own_adapter" and result.trace is not None
+    assert [s.action for s in result.trace.steps] == ["schedule", "forward"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [VLLM_BUGGY, LORA_BUGGY])
 def test_bmc_finds_the_same_shortest_violation(name: str) -> None:
