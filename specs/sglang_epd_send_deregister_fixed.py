@@ -18,10 +18,11 @@ only after every rank's /send has finished or will never come: the
 timeout is meant for a rank that never sends, and is assumed to outlast
 any transfer that did start.  When every rank gave up before the
 embedding was ready, there is nothing to wait for and it may pass as soon
-as it is scheduled (so no embedding is held for ever).  With ``--param send_timeout_outlasts_sends=0``
-it may pass while a transfer is running and the check finds the cleanup
-deregistering the region under a live transfer (3 steps), the race that
-PR #36956 addresses for cancelled sends.
+as it is scheduled (so no embedding is held for ever).  With
+``--param send_timeout_outlasts_sends=0`` it may pass while a transfer is
+running and the check finds the cleanup deregistering the region under a
+live transfer (3 steps), the race that PR #36956 addresses for cancelled
+sends.
 
 Besides the base spec's invariants the fix is checked for what it
 promises about the request-level state: the embedding's buffer stays held
