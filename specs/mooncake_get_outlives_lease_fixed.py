@@ -18,12 +18,18 @@ may end first and the check finds the foreign read again (6 steps: the
 lease ends while the client's time point has not passed).  The same check was later found missing on the grouped
 ``BatchGet`` path (PR #3996).
 
+Besides the base spec's invariants the fix is checked for what a Get
+promises its caller: it returns (data or ``LEASE_EXPIRED``) only once its
+TransferRead has completed, and every Get returns
+(``reads_outstanding_exactly_while_getting``; the terminal predicate
+``no_get_in_flight`` lets a check see a Get that never returns).
+
 Expected: safe at every size the explorer can cover; ``ownership prove``
 proves it for executions of any length.
 """
 
 import mooncake_get_outlives_lease_buggy as base
-from mooncake_get_outlives_lease_buggy import GetS, KeyId, query_deadline, rdma
+from mooncake_get_outlives_lease_buggy import GetS, Key, KeyId, query_deadline, rdma
 
 from ownership import Source, require, safe
 
@@ -52,3 +58,20 @@ def get_done(s, k: KeyId):
     else:
         rdma.land(s, k)
     s.get[k] = GetS.IDLE
+
+
+@spec.terminal
+def no_get_in_flight(s) -> bool:
+    """No Get is running: every TransferRead has completed and its Get returned."""
+    return all(s.get[k] == GetS.IDLE for k in s.all(Key))
+
+
+@spec.invariant
+def reads_outstanding_exactly_while_getting(s) -> bool:
+    """A Get's TransferRead is outstanding exactly while the Get runs: it returns only after its read completed.
+
+    Whether the bytes are kept (OK) or dropped (LEASE_EXPIRED), the read itself
+    has ended when Get returns; a read left posted after it would land later
+    into slices the caller already owns again.
+    """
+    return all((s.get[k] == GetS.READING) == (not rdma.drained(s, k)) for k in s.all(Key))

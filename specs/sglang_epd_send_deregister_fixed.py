@@ -16,10 +16,21 @@ compare with the upstream change (python/sglang/srt/disaggregation/encode_server
 The backstop is a :class:`~ownership.vocab.clock.Deadline` that may pass
 only after every rank's /send has finished or will never come: the
 timeout is meant for a rank that never sends, and is assumed to outlast
-any transfer that did start.  With ``--param send_timeout_outlasts_sends=0``
-it may pass while a transfer is running and the check finds the cleanup
-deregistering the region under a live transfer (3 steps), the race that
-PR #36956 addresses for cancelled sends.
+any transfer that did start.  When every rank gave up before the
+embedding was ready, there is nothing to wait for and it may pass as soon
+as it is scheduled (so no embedding is held for ever).  With
+``--param send_timeout_outlasts_sends=0`` it may pass while a transfer is
+running and the check finds the cleanup deregistering the region under a
+live transfer (3 steps), the race that PR #36956 addresses for cancelled
+sends.
+
+Besides the base spec's invariants the fix is checked for what it
+promises about the request-level state: the embedding's buffer stays held
+until cleanup (``embedding_alive_until_cleanup``), the shared region stays
+registered from the first /send until cleanup (``region_kept_while_held``),
+the backstop is scheduled exactly while an embedding is held
+(``backstop_scheduled_while_held``), and cleanup releases everything
+(``pages_returned_when_idle``).
 
 Expected: safe at every size the explorer can cover; ``ownership prove``
 proves it for executions of any length.
@@ -30,6 +41,7 @@ from sglang_epd_send_deregister_buggy import Emb, Req, ReqId, Send, embed, mr, r
 
 from ownership import Source, require, safe
 from ownership.vocab.clock import Deadline
+from ownership.vocab.inflight import holds
 from ownership.vocab.reads import InflightReads
 
 spec = base.spec.derive(
@@ -64,6 +76,8 @@ def encode(s, r: ReqId):
     require(s.emb[r] == Emb.NONE)
     embed.write(s, r, embed.alloc(s, r, 1))
     send_timeout.arm(s, r)  # _schedule_inflight_encode_cleanup(req_id)
+    if finished(s, r):  # every rank gave up before the embedding was ready: nothing to wait for
+        send_timeout.allow(s, r)
     s.emb[r] = Emb.HELD
 
 
@@ -160,3 +174,28 @@ base.own.invariants("pages_returned_when_idle", spec=spec)  # FIX: cleanup relea
 def released_only_after_deregister(s) -> bool:
     """A buffer back on the allocator is no longer registered: cleanup deregisters, then releases."""
     return all(s.embed_free[p] == 0 or s.mr_deregistered[p] for p in s.all(embed.Page))
+
+
+@spec.invariant
+def embedding_alive_until_cleanup(s) -> bool:
+    """FIX: mm_data.embedding stays alive across the sibling sends: a held embedding occupies its buffer."""
+    return all(
+        s.emb[r] != Emb.HELD or sum(holds(s, embed, r, p) for p in s.all(embed.Page)) > 0 for r in s.all(Req)
+    )
+
+
+@spec.invariant
+def region_kept_while_held(s) -> bool:
+    """FIX: once a /send registered the shared region, it stays registered until cleanup releases the embedding."""
+    return all(
+        s.emb[r] != Emb.HELD or (s.send0[r] != Send.SENDING and s.send0[r] != Send.DONE
+                                 and s.send1[r] != Send.SENDING and s.send1[r] != Send.DONE)
+        or mr.all_registered(s, r)
+        for r in s.all(Req)
+    )
+
+
+@spec.invariant
+def backstop_scheduled_while_held(s) -> bool:
+    """FIX: a held embedding always has its send_timeout cleanup scheduled, and a released one none left running."""
+    return all((s.emb[r] == Emb.HELD) == send_timeout.running(s, r) for r in s.all(Req))

@@ -28,6 +28,14 @@ spec (2 steps), which is what a deployment with a too-short lease saw
 (aws-samples/aws-do-eks PR #84: 8 of 42 requests served on blocks P had
 released; the fix there raised ``kv_lease_duration``).
 
+Besides the base spec's invariants the fix is checked for the lease's
+bookkeeping (``lease_follows_heartbeats``: P keeps a lease exactly while it
+pins the blocks, and the lease cannot lapse exactly while D tracks the
+request), and for the READ it protects (``read_posted_exactly_while_tracked``:
+D's READ is outstanding exactly while D waits for or receives the request, so
+``no_free_with_read_in_flight`` judges every READ D can still make;
+``decode_sees_only_prefilled``: D tracks only requests P has prefilled).
+
 Expected: safe at every size the explorer can cover; ``ownership prove``
 proves it for executions of any length.
 """
@@ -108,3 +116,39 @@ def d_fail(s, r: ReqId):
     nixl.discard(s, r)
     kv_lease.allow(s, r)  # FIX: the lease runs out and P reclaims the blocks
     s.d_state[r] = DState.FAILED
+
+
+@spec.invariant
+def lease_follows_heartbeats(s) -> bool:
+    """FIX: P keeps a lease exactly while it pins the blocks; heartbeats hold it open exactly while D tracks the request."""
+    for r in s.all(Req):
+        if (s.p_state[r] == PState.HELD) != kv_lease.running(s, r):
+            return False
+        tracked = s.d_state[r] == DState.WAITING or s.d_state[r] == DState.RECVING
+        if s.p_state[r] == PState.HELD and tracked != (s.kv_lease_deadline[r] == kv_lease.states.ARMED):
+            return False
+    return True
+
+
+@spec.invariant
+def read_posted_exactly_while_tracked(s) -> bool:
+    """D's READ of remote_block_ids is outstanding exactly while D waits for or receives the request."""
+    return all(
+        (s.d_state[r] == DState.WAITING or s.d_state[r] == DState.RECVING) == (not nixl.drained(s, r))
+        for r in s.all(Req)
+    )
+
+
+@spec.invariant
+def decode_sees_only_prefilled(s) -> bool:
+    """D tracks a request only once P prefilled it and handed out its remote_block_ids."""
+    return all((s.p_state[r] == PState.IDLE) == (s.d_state[r] == DState.NONE) for r in s.all(Req))
+
+
+spec.accept_mutant(
+    "p_get_new_notifs flip-compare: require(s.p_state[r] == PState.HELD and s.notified[r]) "
+    "=> require(s.p_state[r] != PState.HELD and s.notified[r])",
+    reason="reaches exactly the original's reachable states: P then frees a notified request's blocks only when "
+    "the lease lapses (D stopped heartbeating once its READ landed), later but not unsafely, and a notification "
+    "for freed blocks only clears the spent lease; no invariant over states can tell the two apart",
+)

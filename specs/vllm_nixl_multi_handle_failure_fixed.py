@@ -13,11 +13,16 @@ compare with the upstream diff
   been processed, so the scheduler frees the blocks after the last RDMA write
   into them has stopped.
 
+Besides the base spec's invariants the fix is checked for the property in
+its title, ``failure_reported_only_when_settled``: a request's load is
+reported failed only when one of its handles failed and none is still
+outstanding.
+
 Expected: safe; ``ownership prove`` proves it for executions of any length.
 """
 
 import vllm_nixl_multi_handle_failure_buggy as base
-from vllm_nixl_multi_handle_failure_buggy import ReqId, XferId, xfer
+from vllm_nixl_multi_handle_failure_buggy import Req, ReqId, XferId, xfer
 
 from ownership import Source, safe
 
@@ -51,3 +56,9 @@ def xfer_failed(s, r: ReqId, h: XferId):
     xfer.fail(s, r, h)
     if xfer.settled(s, r):
         s.failed_recv[r] = True  # FIX: reported only when no sibling can still write the blocks
+
+
+@spec.invariant
+def failure_reported_only_when_settled(s) -> bool:
+    """FIX: a load is reported failed only once a handle failed and every handle of the request has stopped."""
+    return all(not s.failed_recv[r] or (xfer.settled(s, r) and xfer.failed(s, r)) for r in s.all(Req))

@@ -11,6 +11,11 @@ takes the hash as injective (``collide=False``): the assumption that no
 collision can be found, which a seeded builtin ``hash()`` makes unpredictable
 and SHA-256 makes infeasible, not impossible.
 
+Besides the base spec's invariants the fix is checked for the assumption
+itself, ``block_hashes_distinct``: no two prefixes ever share a block hash,
+so a hash function that could collide fails at the collision, before any
+request reads the wrong block.
+
 Expected: safe; every block a request reads holds its own prompt's prefix,
 whoever computed it, and no cached or shared block is written.
 """
@@ -36,3 +41,13 @@ spec = base.spec.derive(
 def block_hash(s, prompt):
     """FIX: a seeded, collision-resistant hash: distinct prefixes never share a block hash."""
     return base.cache.hash(s, prompt, collide=False)
+
+
+@spec.invariant
+def block_hashes_distinct(s) -> bool:
+    """FIX: distinct prefixes never share a block hash (the collision resistance the fix relies on)."""
+    hashes = s.cache_hash
+    return all(
+        hashes[a] == None or hashes[a] != hashes[b]  # noqa: E711 - also runs on solver terms
+        for a in s.all(base.cache.Key) for b in s.all(base.cache.Key) if a != b
+    )

@@ -7,6 +7,10 @@ different hashes and are cached separately; a request is handed only blocks
 of its own adapter.  Both helpers that use the hash are replaced: the lookup
 and the registration of a new block.
 
+Besides the base spec's invariants the fix is checked for the change itself,
+``cached_under_own_adapter``: every cached block is registered under the
+adapter its KV was computed with.
+
 Expected: safe; every block a request attends over holds its prompt's KV
 computed under its own adapter, and two requests under one adapter still
 share the block.
@@ -39,3 +43,18 @@ def cached_block(s, r, lora):
 def register_block(s, r, lora):
     """FIX: the new block is cached under a hash that includes the adapter."""
     base.cache.insert(s, r, base.PROMPT, base.PROMPT, lora)
+
+
+@spec.invariant
+def cached_under_own_adapter(s) -> bool:
+    """FIX: a cached block is registered under the adapter its KV was computed with (the hash includes lora_int_id)."""
+    return all(not s.cache_published[p] or s.cache_entry_scope[p] == s.cache_scope[p] for p in s.all(base.pool.Page))
+
+
+spec.accept_mutant(
+    "register_block drop-call: base.cache.insert(s, r, base.PROMPT, base.PROMPT, lora) => pass",
+    reason="never registering a computed block loses every cache hit (each request computes its own block), "
+    "which is no ownership fault: nothing is shared, so nothing can be read under the wrong adapter; that "
+    "the fix still caches one block per adapter is a reachability property, checked by "
+    "tests/test_lib_content.py::test_vllm_lora_fix_keeps_one_cached_block_per_adapter",
+)

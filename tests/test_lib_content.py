@@ -154,6 +154,23 @@ def test_vllm_fix_refuses_the_colliding_hash() -> None:
         state = out.state
 
 
+def test_vllm_fix_checks_the_hash_itself_never_collides() -> None:
+    """With the weak hash put back, the fixed spec fails at the collision, two steps before any wrong read."""
+    fixed = load_spec(SPECS / f"{VLLM_FIXED}.py")
+    weak = fixed.derive("vllm_fixed_with_the_weak_hash")
+    cache = fixed.actions["schedule"].fn.__globals__["cache"]
+
+    @weak.replace
+    def block_hash(s: Any, prompt: Any) -> Any:
+        return cache.hash(s, prompt, collide=True)
+
+    result = explore(Instance(weak))
+    assert result.violated == "block_hashes_distinct" and result.trace is not None
+    assert [s.action for s in result.trace.steps] == ["schedule", "schedule"]
+    wrong = explore(Instance(weak), ExploreOptions(invariants=("no_wrong_content_read",)))
+    assert wrong.violated == "no_wrong_content_read" and wrong.trace is not None and len(wrong.trace) == 4
+
+
 # -- vLLM PR #3263 ----------------------------------------------------------------------------------
 def test_vllm_request_under_another_adapter_reads_the_first_adapters_kv() -> None:
     trace = explore(instance(LORA_BUGGY)).trace
@@ -183,6 +200,16 @@ def test_vllm_lora_fix_keeps_one_cached_block_per_adapter() -> None:
     last = found.trace.states[-1]
     scopes = {last["cache_entry_scope"][p] for p, pub in last["cache_published"].items() if pub}
     assert scopes == {"base", "sql"}
+
+
+def test_vllm_lora_fix_checks_the_adapter_is_in_the_cache_key() -> None:
+    """The fix's own invariant fails on the unfixed registration as soon as a block is cached (2 steps, not 4)."""
+    fixed = load_spec(SPECS / f"{LORA_FIXED}.py")
+    buggy = load_spec(SPECS / f"{LORA_BUGGY}.py").derive("lora_buggy_checked_for_the_key")
+    buggy.invariant(fixed.invariants["cached_under_own_adapter"].fn, name="cached_under_own_adapter")
+    result = explore(Instance(buggy))
+    assert result.violated == "cached_under_own_adapter" and result.trace is not None
+    assert [s.action for s in result.trace.steps] == ["schedule", "forward"]
 
 
 @pytest.mark.slow

@@ -142,6 +142,32 @@ def test_library_single_node_catches_a_200_for_a_rejected_prompt() -> None:
     assert report.ok and report.score == 1.0
 
 
+# fixed spec -> (mutants, killed, equivalent, accepted): every non-equivalent mutant is killed or accepted.
+NEW_FIXES = {
+    "mooncake_get_outlives_lease_fixed": (8, 6, 2, 0),
+    "sglang_epd_send_deregister_fixed": (46, 40, 6, 0),
+    "vllm_nixl_abort_timeout_fixed": (40, 37, 2, 1),
+    "vllm_nixl_multi_handle_failure_fixed": (7, 6, 1, 0),
+    "vllm_request_id_reuse_stale_send_fixed": (4, 2, 2, 0),
+    "vllm_prefix_hash_collision_fixed": (4, 4, 0, 0),
+    "vllm_prefix_lora_scope_fixed": (3, 2, 0, 1),
+    "sglang_swa_insert_evicted_window_fixed": (3, 3, 0, 0),
+    "sglang_swa_recover_locked_full_fixed": (5, 4, 0, 1),
+}
+
+
+@pytest.mark.quality
+def test_library_transfer_handle_and_cache_fixes_kill_every_mutant() -> None:
+    # Lost progress (a read, a send or a timer that never ends) is caught through the terminal
+    # predicates and the fixes' own invariants, not only the safety properties.
+    got = {}
+    for name in NEW_FIXES:
+        report = mutate(SPECS / f"{name}.py", FAST)
+        assert report.ok and report.score == 1.0, name
+        got[name] = (len(report.results), report.count("killed"), report.count("equivalent"), report.count("accepted"))
+    assert got == NEW_FIXES
+
+
 def test_an_acceptance_of_a_killed_mutant_is_flagged(tmp_path: Path) -> None:
     for name in ("tiny.py", "tiny_derived.py"):
         (tmp_path / name).write_text((HERE / name).read_text())
