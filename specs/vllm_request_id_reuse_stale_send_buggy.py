@@ -113,7 +113,7 @@ def nothing_in_flight(s) -> bool:
     return send.idle(s)
 
 
+send.invariant()  # first: the free the bug makes is what the fix prevents
 send.no_stale_completion()
-send.invariant()
 send.consistency()
 own.invariants("no_foreign_read", "no_unowned_write", "no_double_ownership", "pages_returned_when_idle")

@@ -354,3 +354,35 @@ def test_the_reachable_set_is_skipped_above_its_limit() -> None:
     r = prove(instance("sglang_disagg_v0_5_22"), BmcOptions(spacer=False, reach_states=1_000))
     assert r.verdict is Verdict.UNKNOWN
     assert any("more than 1,000 states" in n for n in r.notes), r.notes
+
+
+def _two_ways(first: str) -> Instance:
+    """One step can break ``wide`` (eight ways) or ``narrow`` (one way); ``first`` is declared first."""
+    from ownership import Spec
+
+    spec = Spec(f"two_ways_{first}")
+    Idx = spec.domain("Idx", 8, names=lambda i: f"i{i}")
+    spec.var("hit", int, per=Idx, init=0)
+
+    @spec.action
+    def poke(s, i: Idx) -> None:  # type: ignore[no-untyped-def]
+        s.hit[i] = 1
+
+    def wide(s) -> bool:  # type: ignore[no-untyped-def]
+        return all(s.hit[i] == 0 for i in s.all(Idx))
+
+    def narrow(s) -> bool:  # type: ignore[no-untyped-def]
+        return s.hit[0] == 0
+
+    for name in (first, "narrow" if first == "wide" else "wide"):
+        spec.invariant({"wide": wide, "narrow": narrow}[name], name=name)
+    return Instance(spec)
+
+
+@pytest.mark.parametrize("first", ["wide", "narrow"])
+def test_of_two_invariants_broken_at_one_depth_the_declared_first_is_reported(first: str) -> None:
+    """The solver's model may break either; the report follows the declaration, as explore's does."""
+    for engine in (bmc, prove):
+        result = engine(_two_ways(first), BmcOptions(max_depth=3, spacer=False))
+        assert result.verdict is Verdict.VIOLATED and result.violated == first, (engine, result.violated)
+    assert explore(_two_ways(first)).violated == first

@@ -37,7 +37,7 @@ from ownership.engines.z3run import (
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
-from ownership.symbolic.extract import extract, first_failing, instance_factory, violation_in
+from ownership.symbolic.extract import declared_first, extract, first_failing, instance_factory, violation_in
 from ownership.symbolic.lemmas import live_overflows, proven_lemmas
 from ownership.symbolic.solver import qf_bv, where
 from ownership.symbolic.terms import coverage_note, int_of
@@ -110,7 +110,8 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         solver.add(z3.Implies(bad, z3.Or(un.violation(names, k), overflow)))
         answer = solver.check(bad)
         if answer == z3.sat:
-            bad_inv, trace = violation_in(un, solver.model(), overflow, names, k, inst, "bmc")
+            model = declared_first(solver, [bad], un, solver.model(), overflow, names, k)
+            bad_inv, trace = violation_in(un, model, overflow, names, k, inst, "bmc")
             return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
         if answer == z3.unknown:
             raise_if_canceled(solver)

@@ -111,6 +111,32 @@ def first_failing(un: Unroller, model: z3.ModelRef, names: Sequence[str], k: int
     return names[0]
 
 
+def declared_first(solver: z3.Solver, assumptions: Sequence[z3.BoolRef], un: Unroller, model: z3.ModelRef,
+                   overflow: z3.BoolRef, names: Sequence[str], k: int) -> z3.ModelRef:
+    """A model violating, at step ``k``, the first of ``names`` in declaration order that any model can.
+
+    Two invariants violated at the same depth would otherwise be reported by
+    whichever the solver's model happens to break (it changes from run to
+    run); asking for each earlier invariant in turn makes the answer the
+    declared order's, as the explorer and the random engine check them.
+    One query per earlier invariant, asked only once a violation is found.
+    """
+    if z3.is_true(model.eval(overflow, model_completion=True)):
+        return model  # a wider encoding is needed first: the caller widens and asks again
+    found = first_failing(un, model, names, k)
+    for n in names:
+        if n == found:
+            return model
+        solver.push()
+        solver.add(un.violation([n], k))
+        answer = solver.check(*assumptions)
+        better = solver.model() if answer == z3.sat else None
+        solver.pop()
+        if better is not None:
+            return better
+    return model
+
+
 def instance_factory(inst: Instance) -> Callable[[dict[str, int]], Instance]:
     """Make the instance a model's parameter values name (``inst`` itself when they are its own)."""
 

@@ -23,7 +23,7 @@ from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.symbolic.encoding import SymbolicSpec
-from ownership.symbolic.extract import extract, instance_factory, violation_in
+from ownership.symbolic.extract import declared_first, extract, instance_factory, violation_in
 from ownership.symbolic.solver import qf_bv, where
 from ownership.symbolic.unroll import Unroller
 
@@ -58,7 +58,8 @@ def _k_induction(sym: SymbolicSpec, inst: Instance, options: BmcOptions, all_inv
         base_solver.add(z3.Or(base.violation(all_invs, k), overflow))
         answer = base_solver.check()
         if answer == z3.sat:
-            bad, trace = violation_in(base, base_solver.model(), overflow, all_invs, k, inst, "prove")
+            model = declared_first(base_solver, [], base, base_solver.model(), overflow, all_invs, k)
+            bad, trace = violation_in(base, model, overflow, all_invs, k, inst, "prove")
             return Outcome(Kind.REFUTED, f"base case fails at depth {k}", k, violated=bad, trace=trace)
         if answer == z3.unknown:
             raise_if_canceled(base_solver)
