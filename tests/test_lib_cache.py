@@ -8,9 +8,8 @@ partition.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
@@ -56,31 +55,13 @@ LARGER = {
 
 @pytest.mark.parametrize(("name", "symmetry"), sorted(PINNED))
 def test_pinned_state_counts(name: str, symmetry: bool) -> None:
-    result = explore(instance(name), ExploreOptions(symmetry=symmetry))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == PINNED[(name, symmetry)]
+    assert explored(name, symmetry) == PINNED[(name, symmetry)]
 
 
 @pytest.mark.parametrize(("name", "params"), sorted(LARGER))
 def test_pinned_state_counts_of_larger_instances(name: str, params: tuple[tuple[str, int], ...]) -> None:
-    result = explore(instance(name, **dict(params)))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == LARGER[(name, params)]
+    assert explored(name, **dict(params)) == LARGER[(name, params)]
 
-
-def test_declared_expectations_match_the_explorer() -> None:
-    for name in (SWA_BUGGY, SWA_FIXED, WIN_BUGGY, WIN_FIXED):
-        spec = load_spec(SPECS / f"{name}.py")
-        result = explore(Instance(spec))
-        assert spec.expect is not None
-        if spec.expect.violates is None:
-            assert result.verdict is Verdict.PROVED, name
-        else:
-            assert result.verdict is Verdict.VIOLATED and result.violated == spec.expect.violates, name
-
-
-def _events(step: Any, kind: str) -> list[Any]:
-    return [e for e in step.events if e.kind == kind]
 
 
 def test_recovering_the_tombstone_frees_the_full_page_the_first_request_still_maps() -> None:
@@ -90,17 +71,17 @@ def test_recovering_the_tombstone_frees_the_full_page_the_first_request_still_ma
     first, second = trace.steps[0].args[0], trace.steps[2].args[0]
     assert first != second
     # The first request's pages were handed to the tree, not freed, and it maps them.
-    (full_off,) = [e for e in _events(trace.steps[0], "hand_off") if e.get("pool") == "full"]
+    (full_off,) = [e for e in events(trace.steps[0], "hand_off") if e.get("pool") == "full"]
     (page,) = full_off.get("pages")
-    assert not _events(trace.steps[0], "free")
+    assert not events(trace.steps[0], "free")
     assert trace.states[1]["full_tree_mapped"][first][page] is True
     # Its window passes: the SWA half is freed and the node is a tombstone; the Full page stays locked.
-    assert _events(trace.steps[1], "tombstone") and trace.states[2]["swa_tree_tomb"]["x"] is True
+    assert events(trace.steps[1], "tombstone") and trace.states[2]["swa_tree_tomb"]["x"] is True
     assert trace.states[2]["full_tree_lock"]["x"] == 1
     # The second request cannot match the tombstone, computes the block, and its insert frees the locked page.
     kinds = [e.kind for e in trace.steps[2].events]
     assert kinds.index("alloc") < kinds.index("cache_release") < kinds.index("cache_hit")
-    (rel,) = _events(trace.steps[2], "cache_release")
+    (rel,) = events(trace.steps[2], "cache_release")
     assert rel.get("pages") == [page] and rel.get("in_use_by") == [first] and rel.violates == "no_release_in_use"
     last = trace.states[3]
     assert last["full_free"][page] == 1 and last["full_tree_mapped"][first][page] is True
@@ -137,9 +118,9 @@ def test_a_block_whose_window_pages_are_gone_is_inserted_as_a_live_node() -> Non
     assert trace is not None
     assert [s.action for s in trace.steps] == ["prefill", "window_passes", "finish"]
     req = trace.steps[0].args[0]
-    (freed,) = _events(trace.steps[1], "free")
+    (freed,) = events(trace.steps[1], "free")
     assert freed.get("pool") == "swa" and freed.get("req") == req
-    (off,) = _events(trace.steps[2], "hand_off")
+    (off,) = events(trace.steps[2], "hand_off")
     assert off.get("pool") == "full"  # only the Full half reaches the node: the SWA half is already free
     last = trace.states[3]
     assert last["swa_tree_tomb"]["x"] is False and sorted(last["full_tree_held"].values()) == [[], ["x"]]

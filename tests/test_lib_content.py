@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
@@ -60,31 +61,13 @@ LARGER: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[Verdict, int, int, i
 
 @pytest.mark.parametrize(("name", "symmetry"), sorted(PINNED))
 def test_pinned_state_counts(name: str, symmetry: bool) -> None:
-    result = explore(instance(name), ExploreOptions(symmetry=symmetry))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == PINNED[(name, symmetry)]
+    assert explored(name, symmetry) == PINNED[(name, symmetry)]
 
 
 @pytest.mark.parametrize(("name", "params"), sorted(LARGER))
 def test_pinned_state_counts_of_larger_instances(name: str, params: tuple[tuple[str, int], ...]) -> None:
-    result = explore(instance(name, **dict(params)))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == LARGER[(name, params)]
+    assert explored(name, **dict(params)) == LARGER[(name, params)]
 
-
-def test_declared_expectations_match_the_explorer() -> None:
-    for name in (VLLM_BUGGY, VLLM_FIXED, LORA_BUGGY, LORA_FIXED):
-        spec = load_spec(SPECS / f"{name}.py")
-        result = explore(Instance(spec))
-        assert spec.expect is not None
-        if spec.expect.violates is None:
-            assert result.verdict is Verdict.PROVED, name
-        else:
-            assert result.verdict is Verdict.VIOLATED and result.violated == spec.expect.violates, name
-
-
-def _events(step: Any, kind: str) -> list[Any]:
-    return [e for e in step.events if e.kind == kind]
 
 
 # -- vLLM PR #12621 ---------------------------------------------------------------------------------
@@ -97,12 +80,12 @@ def test_vllm_colliding_prompt_reads_the_other_prompts_block() -> None:
     last = trace.states[-1]
     # The two prefixes got the same block hash, and the reader was handed the writer's block.
     assert last["cache_hash"]["xz"] == last["cache_hash"]["yz"]
-    (hit,) = _events(trace.steps[2], "content_hit")
+    (hit,) = events(trace.steps[2], "content_hit")
     assert hit.get("key") != hit.get("holds") and hit.violates is None  # the hit is the cause ...
-    (read,) = _events(trace.steps[3], "content_read")  # ... the read of other KV is the violation
+    (read,) = events(trace.steps[3], "content_read")  # ... the read of other KV is the violation
     assert read.violates == "no_wrong_content_read" and read.get("page") == hit.get("page")
     assert read.get("writer") == writer and read.get("expected") == trace.steps[2].args[1]
-    assert not _events(trace.steps[3], "write")  # a hit computes nothing
+    assert not events(trace.steps[3], "write")  # a hit computes nothing
     bounded = explore(instance(VLLM_BUGGY), ExploreOptions(max_depth=3))
     assert bounded.verdict is Verdict.BOUNDED_OK and bounded.stop_reason is StopReason.DEPTH_LIMIT
 
@@ -148,7 +131,7 @@ def test_vllm_fix_refuses_the_colliding_hash() -> None:
             # The second prompt can only get the other hash value: a miss, a fresh block.
             assert outs and all(inst.to_json(o.state)["cache_hash"]["yz"] != inst.to_json(o.state)["cache_hash"]["xz"]
                                 for o in outs)
-            assert all(not _events(o, "content_hit") for o in outs)
+            assert all(not events(o, "content_hit") for o in outs)
             break
         (out,) = [o for o in outs if inst.to_json(o.state) == trace.states[i + 1]]  # the trace's own choices
         state = out.state
@@ -178,9 +161,9 @@ def test_vllm_request_under_another_adapter_reads_the_first_adapters_kv() -> Non
     assert [s.action for s in trace.steps] == ["schedule", "forward", "schedule", "forward"]
     (_, first), (_, second) = trace.steps[0].args, trace.steps[2].args
     assert first != second  # the same prompt under two adapters
-    (hit,) = _events(trace.steps[2], "content_hit")
+    (hit,) = events(trace.steps[2], "content_hit")
     assert hit.get("holds") == f"p@{first}"
-    (read,) = _events(trace.steps[3], "content_read")
+    (read,) = events(trace.steps[3], "content_read")
     assert (read.get("expected"), read.get("holds")) == (f"p@{second}", f"p@{first}")
     assert read.violates == "no_wrong_content_read"
     # No shorter execution does it.

@@ -10,6 +10,7 @@ counterexamples.
 from __future__ import annotations
 
 import pytest
+from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
@@ -46,24 +47,8 @@ PINNED = {
 
 @pytest.mark.parametrize(("name", "symmetry"), sorted(PINNED))
 def test_pinned_state_counts(name: str, symmetry: bool) -> None:
-    result = explore(instance(name), ExploreOptions(symmetry=symmetry))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == PINNED[(name, symmetry)]
+    assert explored(name, symmetry) == PINNED[(name, symmetry)]
 
-
-def test_declared_expectations_match_the_explorer() -> None:
-    for name in (NIXL_BUGGY, NIXL_FIXED, REUSE_BUGGY, REUSE_FIXED):
-        spec = load_spec(SPECS / f"{name}.py")
-        result = explore(Instance(spec))
-        assert spec.expect is not None
-        if spec.expect.violates is None:
-            assert result.verdict is Verdict.PROVED, name
-        else:
-            assert result.verdict is Verdict.VIOLATED and result.violated == spec.expect.violates, name
-
-
-def _events(step, kind):  # noqa: ANN001, ANN202 - a trace step
-    return [e for e in step.events if e.kind == kind]
 
 
 # -- vLLM PR #56104 ------------------------------------------------------------------------
@@ -72,10 +57,10 @@ def test_nixl_first_failed_handle_frees_the_block_a_sibling_still_writes() -> No
     assert trace is not None
     assert [s.action for s in trace.steps] == ["start_load_kv", "xfer_failed", "fail_request"]
     failed = trace.steps[1].args[1]
-    (pending,) = _events(trace.steps[-1], "operation still pending")
+    (pending,) = events(trace.steps[-1], "operation still pending")
     assert pending.violates == "no_release_with_operation_pending"
     assert pending.get("handle") != failed  # the sibling, not the handle that failed
-    (freed,) = _events(trace.steps[-1], "free")
+    (freed,) = events(trace.steps[-1], "free")
     assert pending.get("page") in freed.get("pages")
     assert trace.states[-1]["xfer_state"][pending.get("req")][pending.get("handle")] == "POSTED"
 
@@ -86,10 +71,10 @@ def test_nixl_sibling_write_lands_in_the_next_requests_block() -> None:
     assert result.violated == "no_foreign_read" and trace is not None and len(trace) == 9
     bounded = explore(instance(NIXL_BUGGY), ExploreOptions(invariants=("no_foreign_read",), max_depth=8))
     assert bounded.verdict is Verdict.BOUNDED_OK
-    (read,) = [e for e in _events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
+    (read,) = [e for e in events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
     failed_req = read.get("content")
     # The late write is the failed request's sibling handle completing after the block was reused.
-    late = [i for i, st in enumerate(trace.steps) for e in _events(st, "write")
+    late = [i for i, st in enumerate(trace.steps) for e in events(st, "write")
             if e.get("req") == failed_req and e.violates == "no_unowned_write"]
     assert late and trace.steps[late[0]].action == "xfer_done"
     assert trace.states[-1]["http"][failed_req] == "ERROR"
@@ -115,10 +100,10 @@ def test_reuse_id_keyed_free_returns_blocks_the_previous_pull_still_holds() -> N
     assert [(s.action, s.args) for s in trace.steps] == [
         ("prefill", ("A",)), ("prefill", ("A",)), ("finished_sending", ("A", "age0"))]
     last = trace.steps[-1]
-    (holds,) = _events(last, "job still holds")
+    (holds,) = events(last, "job still holds")
     assert holds.violates == "no_free_while_job_holds"
-    first_block = _events(trace.steps[0], "alloc")[0].get("pages")[0]
-    assert holds.get("page") == first_block and first_block in _events(last, "free")[0].get("pages")
+    first_block = events(trace.steps[0], "alloc")[0].get("pages")[0]
+    assert holds.get("page") == first_block and first_block in events(last, "free")[0].get("pages")
     assert trace.states[-1]["send_running"][holds.get("req")] == 2  # the first lifecycle's pull (age 1) runs
 
 
@@ -127,7 +112,7 @@ def test_reuse_stale_notification_is_applied_to_the_new_lifecycle() -> None:
     trace = result.trace
     assert result.violated == "no_stale_completion" and trace is not None
     assert [(s.action, s.args) for s in trace.steps][-1] == ("finished_sending", ("A", "age1"))
-    (stale,) = _events(trace.steps[-1], "stale completion")
+    (stale,) = events(trace.steps[-1], "stale completion")
     assert stale.violates == "no_stale_completion" and stale.get("age") == 1
     assert trace.states[-1]["send_stale"]["A"] is True
 
@@ -136,10 +121,10 @@ def test_reuse_freed_block_is_pulled_with_another_requests_kv() -> None:
     result = explore(instance(REUSE_BUGGY), ExploreOptions(invariants=("no_foreign_read",)))
     trace = result.trace
     assert result.violated == "no_foreign_read" and trace is not None and len(trace) == 5
-    (read,) = [e for e in _events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
+    (read,) = [e for e in events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
     assert trace.steps[-1].action == "finished_sending" and read.get("content") != read.get("req")
-    given = [i for i, st in enumerate(trace.steps) for e in _events(st, "alloc") if e.get("req") == read.get("content")]
-    freed = [i for i, st in enumerate(trace.steps) for e in _events(st, "job still holds")]
+    given = [i for i, st in enumerate(trace.steps) for e in events(st, "alloc") if e.get("req") == read.get("content")]
+    freed = [i for i, st in enumerate(trace.steps) for e in events(st, "job still holds")]
     assert freed and given and freed[0] < given[0]  # freed under the pull, then given to the other request
 
 

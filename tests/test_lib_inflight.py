@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
@@ -45,24 +46,8 @@ PINNED = {
 
 @pytest.mark.parametrize(("name", "symmetry"), sorted(PINNED))
 def test_pinned_state_counts(name: str, symmetry: bool) -> None:
-    result = explore(instance(name), ExploreOptions(symmetry=symmetry))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == PINNED[(name, symmetry)]
+    assert explored(name, symmetry) == PINNED[(name, symmetry)]
 
-
-def test_declared_expectations_match_the_explorer() -> None:
-    for name in (SGLANG_BUGGY, SGLANG_FIXED, VLLM_BUGGY, VLLM_FIXED):
-        spec = load_spec(SPECS / f"{name}.py")
-        result = explore(Instance(spec))
-        assert spec.expect is not None
-        if spec.expect.violates is None:
-            assert result.verdict is Verdict.PROVED, name
-        else:
-            assert result.verdict is Verdict.VIOLATED and result.violated == spec.expect.violates, name
-
-
-def _events(step, kind):  # noqa: ANN001, ANN202 - a trace step
-    return [e for e in step.events if e.kind == kind]
 
 
 # -- SGLang PR #35049 ------------------------------------------------------------------
@@ -74,8 +59,8 @@ def test_sglang_abort_frees_pages_with_the_rdma_write_outstanding() -> None:
         "decode_pop_preallocated", "prefill_send", "decode_abort", "decode_pop_transferred"
     ]
     last = trace.steps[-1]
-    (freed,) = _events(last, "free")
-    (flag,) = _events(last, "write still in flight")
+    (freed,) = events(last, "free")
+    (flag,) = events(last, "write still in flight")
     assert flag.violates == "no_free_with_write_in_flight"
     assert flag.get("page") in freed.get("pages") and flag.get("req") == freed.get("req")
     assert trace.states[-1]["rdma_pending"][flag.get("req")][flag.get("page")] is True
@@ -89,16 +74,16 @@ def test_sglang_late_write_lands_in_the_next_owners_page() -> None:
     bounded = explore(instance(SGLANG_BUGGY), ExploreOptions(invariants=("no_foreign_read",), max_depth=9))
     assert bounded.verdict is Verdict.BOUNDED_OK and bounded.stop_reason is StopReason.DEPTH_LIMIT
     reader = trace.steps[-1].args[0]
-    (read,) = [e for e in _events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
+    (read,) = [e for e in events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
     aborted = read.get("content")
     assert aborted != reader
     # The aborted request's write lands after the reader was given the page and after its own write.
-    late = [i for i, st in enumerate(trace.steps) for e in _events(st, "write")
+    late = [i for i, st in enumerate(trace.steps) for e in events(st, "write")
             if e.get("req") == aborted and e.get("page") == read.get("page")]
-    own_write = [i for i, st in enumerate(trace.steps) for e in _events(st, "write") if e.get("req") == reader]
-    given = [i for i, st in enumerate(trace.steps) for e in _events(st, "alloc") if e.get("req") == reader]
+    own_write = [i for i, st in enumerate(trace.steps) for e in events(st, "write") if e.get("req") == reader]
+    given = [i for i, st in enumerate(trace.steps) for e in events(st, "alloc") if e.get("req") == reader]
     assert late and own_write and given and given[0] < own_write[0] < late[0]
-    assert [e.violates for e in _events(trace.steps[late[0]], "write")] == ["no_unowned_write"]
+    assert [e.violates for e in events(trace.steps[late[0]], "write")] == ["no_unowned_write"]
     assert trace.states[-1]["http"][reader] == "OK_200"
 
 
@@ -107,7 +92,7 @@ def test_sglang_fix_depends_on_the_timeout_assumption() -> None:
     trace = result.trace
     assert result.violated == "no_free_with_write_in_flight" and trace is not None and len(trace) == 5
     assert trace.steps[-1].action == "deferred_release_timeout"
-    (flag,) = _events(trace.steps[-1], "write still in flight")
+    (flag,) = events(trace.steps[-1], "write still in flight")
     assert flag.violates == "no_free_with_write_in_flight"
 
 
@@ -123,9 +108,9 @@ def test_vllm_stale_step_writes_a_freed_block() -> None:
     assert [s.action for s in trace.steps] == [
         "start_remote_kv_load", "finished_recving", "schedule", "finish_or_preempt", "gpu_step"
     ]
-    assert [e.violates for e in _events(trace.steps[-1], "write")] == ["no_unowned_write"]
+    assert [e.violates for e in events(trace.steps[-1], "write")] == ["no_unowned_write"]
     # When the blocks were freed, the dispatched step had not written them yet.
-    assert _events(trace.steps[3], "write still in flight")
+    assert events(trace.steps[3], "write still in flight")
     assert trace.states[3]["steps_in_flight"] == 1
 
 
@@ -137,7 +122,7 @@ def test_vllm_stale_write_corrupts_a_request_receiving_kv() -> None:
     # The new owner's KV arrives over the NIC before the stale GPU write lands.
     assert actions.index("finished_recving", 2) < len(actions) - 2
     assert actions[-2:] == ["gpu_step", "gpu_step"]
-    assert [e.violates for e in _events(trace.steps[-2], "write")] == ["no_unowned_write"]
+    assert [e.violates for e in events(trace.steps[-2], "write")] == ["no_unowned_write"]
 
 
 def test_vllm_without_async_scheduling_is_safe() -> None:

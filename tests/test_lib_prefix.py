@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
@@ -21,7 +22,6 @@ from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
-from ownership.lang.loader import load_spec
 from ownership.vocab.prefix import PrefixIndex
 
 TGI_BUGGY = "tgi_prefix_published_before_write_buggy"
@@ -53,31 +53,13 @@ LARGER: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[Verdict, int, int, i
 
 @pytest.mark.parametrize(("name", "symmetry"), sorted(PINNED))
 def test_pinned_state_counts(name: str, symmetry: bool) -> None:
-    result = explore(instance(name), ExploreOptions(symmetry=symmetry))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == PINNED[(name, symmetry)]
+    assert explored(name, symmetry) == PINNED[(name, symmetry)]
 
 
 @pytest.mark.parametrize(("name", "params"), sorted(LARGER))
 def test_pinned_state_counts_of_larger_instances(name: str, params: tuple[tuple[str, int], ...]) -> None:
-    result = explore(instance(name, **dict(params)))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == LARGER[(name, params)]
+    assert explored(name, **dict(params)) == LARGER[(name, params)]
 
-
-def test_declared_expectations_match_the_explorer() -> None:
-    for name in (TGI_BUGGY, TGI_FIXED, RADIX_BUGGY, RADIX_FIXED):
-        spec = load_spec(SPECS / f"{name}.py")
-        result = explore(Instance(spec))
-        assert spec.expect is not None
-        if spec.expect.violates is None:
-            assert result.verdict is Verdict.PROVED, name
-        else:
-            assert result.verdict is Verdict.VIOLATED and result.violated == spec.expect.violates, name
-
-
-def _events(step: Any, kind: str) -> list[Any]:
-    return [e for e in step.events if e.kind == kind]
 
 
 # -- text-generation-inference PR #2489 ----------------------------------------------------------
@@ -90,12 +72,12 @@ def test_tgi_pushed_back_batch_publishes_blocks_nobody_wrote() -> None:
     ]
     # Step 5: the entry's allocation is dropped before any prefill and its block is published as x.
     pushed = trace.steps[4]
-    (published,) = _events(pushed, "publish")
+    (published,) = events(pushed, "publish")
     page = published.get("page")
-    assert published.get("node") == "x" and not _events(pushed, "write")
+    assert published.get("node") == "x" and not events(pushed, "write")
     assert trace.states[5]["trie_node"][page] == "x" and trace.states[5]["trie_kv"][page] != "x"
     # Step 6: the same entry is batched again and the trie hands it that page as cached prefix x.
-    (hit,) = _events(trace.steps[5], "prefix_hit")
+    (hit,) = events(trace.steps[5], "prefix_hit")
     assert hit.get("page") == page and hit.violates == "prefix_hit_written"
     assert hit.get("req") == pushed.args[0]
     # No shorter execution does it.
@@ -125,7 +107,7 @@ def test_radix_unlocked_match_is_evicted_while_in_use() -> None:
     assert [s.action for s in trace.steps] == ["arrive", "arrive", "prefill", "finish", "prefill"]
     last = trace.steps[-1]
     req = last.args[0]
-    (evicted,) = _events(last, "evict")
+    (evicted,) = events(last, "evict")
     assert evicted.violates == "no_evict_in_use" and evicted.get("in_use_by") == [req]
     assert evicted.get("node") == "x"
     before, after = trace.states[4], trace.states[5]

@@ -9,6 +9,7 @@ committed counterexamples.
 from __future__ import annotations
 
 import pytest
+from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
@@ -54,24 +55,8 @@ PINNED = {
 
 @pytest.mark.parametrize(("name", "symmetry"), sorted(PINNED))
 def test_pinned_state_counts(name: str, symmetry: bool) -> None:
-    result = explore(instance(name), ExploreOptions(symmetry=symmetry))
-    s = result.stats
-    assert (result.verdict, s.states, s.transitions, s.depth, result.violated) == PINNED[(name, symmetry)]
+    assert explored(name, symmetry) == PINNED[(name, symmetry)]
 
-
-def test_declared_expectations_match_the_explorer() -> None:
-    for name in (*BUGGY, *FIXED):
-        spec = load_spec(SPECS / f"{name}.py")
-        result = explore(Instance(spec))
-        assert spec.expect is not None
-        if spec.expect.violates is None:
-            assert result.verdict is Verdict.PROVED, name
-        else:
-            assert result.verdict is Verdict.VIOLATED and result.violated == spec.expect.violates, name
-
-
-def _events(step, kind):  # noqa: ANN001, ANN202 - a trace step
-    return [e for e in step.events if e.kind == kind]
 
 
 # -- vLLM issue #21570 / PR #41383 -------------------------------------------------------------
@@ -79,9 +64,9 @@ def test_vllm_timeout_frees_blocks_decode_may_still_read() -> None:
     trace = explore(instance(VLLM_BUGGY)).trace
     assert trace is not None and [s.action for s in trace.steps] == ["p_prefill", "p_release_expired"]
     last = trace.steps[-1]
-    (freed,) = _events(last, "free")
-    (flag,) = _events(last, "read still in flight")
-    (expired,) = _events(last, "deadline expired")
+    (freed,) = events(last, "free")
+    (flag,) = events(last, "read still in flight")
+    (expired,) = events(last, "deadline expired")
     assert flag.violates == "no_free_with_read_in_flight" and flag.get("page") in freed.get("pages")
     assert expired.get("deadline") == "abort_timeout" and expired.get("req") == flag.get("req")
     # D had not even started its READ: the request was still in D's waiting queue.
@@ -97,7 +82,7 @@ def test_vllm_decode_reads_the_next_prefills_kv() -> None:
     ]
     bounded = explore(instance(VLLM_BUGGY), ExploreOptions(invariants=("no_foreign_read",), max_depth=4))
     assert bounded.verdict is Verdict.BOUNDED_OK and bounded.stop_reason is StopReason.DEPTH_LIMIT
-    (read,) = [e for e in _events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
+    (read,) = [e for e in events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
     assert read.get("req") == trace.steps[0].args[0] and read.get("content") == trace.steps[2].args[0]
 
 
@@ -106,7 +91,7 @@ def test_vllm_lease_fix_rests_on_heartbeats_arriving_within_the_lease() -> None:
     trace = result.trace
     assert result.violated == "no_free_with_read_in_flight" and trace is not None
     assert [s.action for s in trace.steps] == ["p_prefill", "p_release_expired"]
-    (expired,) = _events(trace.steps[-1], "deadline expired")
+    (expired,) = events(trace.steps[-1], "deadline expired")
     assert expired.get("deadline") == "kv_lease"
 
 
@@ -130,10 +115,10 @@ def test_mooncake_slow_get_returns_the_reused_buffer() -> None:
     assert trace is not None and [s.action for s in trace.steps] == [
         "put", "get_start", "client_deadline_passes", "lease_expires", "evict", "put", "get_done"
     ]
-    (read,) = [e for e in _events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
+    (read,) = [e for e in events(trace.steps[-1], "read") if e.violates == "no_foreign_read"]
     assert read.get("req") == trace.steps[0].args[0] and read.get("content") == trace.steps[5].args[0]
     # The eviction released the buffer under the Get's read.
-    assert _events(trace.steps[4], "free") and trace.states[4]["get_pending"][read.get("req")][read.get("page")]
+    assert events(trace.steps[4], "free") and trace.states[4]["get_pending"][read.get("req")][read.get("page")]
 
 
 def test_mooncake_check_rests_on_the_lease_ending_after_the_clients_time_point() -> None:
@@ -160,11 +145,11 @@ def test_epd_first_send_deregisters_the_siblings_region() -> None:
         "encode", "rank0_send", "rank1_send", "rank0_send_done"
     ]
     last = trace.steps[-1]
-    (flag,) = _events(last, "transfer on deregistered memory")
+    (flag,) = events(last, "transfer on deregistered memory")
     assert flag.get("channel") == "rank1_send" and flag.violates == "no_transfer_on_deregistered"
     # The same step drops the embedding under the sibling's read (mm_data.embedding = None).
-    (early,) = _events(last, "read still in flight")
-    assert early.violates == "no_free_during_rank1_send" and _events(last, "free")
+    (early,) = events(last, "read still in flight")
+    assert early.violates == "no_free_during_rank1_send" and events(last, "free")
 
 
 def test_epd_sibling_receives_the_next_requests_embedding() -> None:
@@ -179,7 +164,7 @@ def test_epd_fix_rests_on_send_timeout_outlasting_the_sends() -> None:
     trace = result.trace
     assert result.violated == "no_transfer_on_deregistered" and trace is not None
     assert [s.action for s in trace.steps] == ["encode", "rank0_send", "cleanup_inflight_encode_state"]
-    (expired,) = _events(trace.steps[-1], "deadline expired")
+    (expired,) = events(trace.steps[-1], "deadline expired")
     assert expired.get("deadline") == "send_timeout"
 
 
