@@ -249,3 +249,24 @@ def test_write_counterexample_keeps_text_without_renderer(
         write_counterexample(trace, tmp_path)
     assert err.value.code is Code.NO_RENDERER
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.dot", "trace.itf.json", "trace.json"]
+
+
+def test_every_vocabulary_event_is_said_in_words_from_its_fields() -> None:
+    """A kind with no sentence of its own reads as its docstring with the event's values, never as a field dump."""
+    import dataclasses
+    import typing
+
+    from ownership.core.events import DECLARED, HandleSettled, HandOff, JobStarted, Tombstone
+    from ownership.render.text import describe_event
+
+    for cls in DECLARED:
+        hints = typing.get_type_hints(cls)
+        values = {f.name: (("P0",) if "tuple" in str(hints[f.name]) else "A")
+                  for f in dataclasses.fields(cls) if f.name != "violates"}
+        text = describe_event(cls(**values, violates="inv"))  # type: ignore[arg-type]
+        assert text is not None and "``" not in text and ": pool " not in text, (cls.__name__, text)
+    assert describe_event(JobStarted(channel="send", pool="kv", req="A", pages=("K0",))) is None  # not shown unless it breaks something
+    assert describe_event(HandOff(pool="kv", req="A", node="x", pages=("K0",))) == \
+        "A's page table lets go of K0 and cache node x holds them"
+    assert describe_event(HandleSettled(pool="kv", req="A", handle="R0", outcome="FAILED")) == "A's operation R0 ends FAILED"
+    assert describe_event(Tombstone(pool="swa", node="x", violates="inv")) == "Cache node x becomes a tombstone  <-- inv"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import shlex
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -9,18 +11,25 @@ from typing import TYPE_CHECKING, Any
 
 from ownership.core.events import (
     Alloc,
+    CacheRelease,
     CopyFailed,
+    DeadlineExpired,
     Decref,
     Demote,
+    Deregistered,
     Event,
     Evict,
     Free,
     FreeDeferred,
+    HandleSettled,
+    HandOff,
+    JobDone,
     PrefixHit,
     PrefixRead,
     Publish,
     Read,
     Reply,
+    SpecEvent,
     Transfer,
     Write,
     WriteInFlight,
@@ -106,12 +115,17 @@ def actions_line(result: CheckResult) -> str:
     return f"actions fired ({how}; states enabled/transitions): " + ", ".join(_count(a) for a in result.actions)
 
 
+_SHOWN = (Reply, Alloc, Free, Transfer, HandOff, CacheRelease, JobDone, HandleSettled, Deregistered, DeadlineExpired)
+"""Events shown even when they break nothing: pages changing hands, replies, outcomes and expiries."""
+
+
 def describe_event(ev: Event) -> str | None:
     """One line for the events a reader cares about: every event that breaks an invariant, replies, pages moving.
 
     A violating event always gets a line, ending ``<-- invariant``, whatever
-    its kind (a spec's own events too); of the others, allocations, frees,
-    copies and replies are shown.
+    its kind (a spec's own events too); of the others, those in
+    :data:`_SHOWN` (pages changing hands, replies, an operation's outcome,
+    a deregistration, an expired deadline).
     """
     text = _what(ev)
     if ev.violates:
@@ -120,7 +134,7 @@ def describe_event(ev: Event) -> str | None:
             shown = ", ".join(f"{k} {_shown(v)}" for k, v in ev.payload())
             text = f"{ev.kind}: {shown}" if shown else ev.kind
         return f"{text}  <-- {ev.violates}"
-    if isinstance(ev, (Reply, Alloc, Free, Transfer)):
+    if isinstance(ev, _SHOWN):
         return text
     return None
 
@@ -165,7 +179,51 @@ def _what(ev: Event) -> str | None:
         return f"copy of {ev.req} from {ev.src} to {ev.dst} fails: {ev.reason}"
     if isinstance(ev, Demote):
         return f"{ev.req} is demoted from {ev.src} to {ev.dst}: {ev.note}"
-    return None
+    if isinstance(ev, HandleSettled):
+        return f"{ev.req}'s operation {ev.handle} ends {ev.outcome}"
+    if isinstance(ev, DeadlineExpired):
+        return f"deadline {ev.deadline} of {ev.req} passes" if ev.req else f"deadline {ev.deadline} passes"
+    if isinstance(ev, CacheRelease):
+        users = f" while {', '.join(ev.in_use_by)} still map{'s' if len(ev.in_use_by) == 1 else ''} them" \
+            if ev.in_use_by else ""
+        return f"cache node {ev.node} returns {', '.join(ev.pages)} to the free list{users}"
+    return _from_docstring(ev)
+
+
+def _from_docstring(ev: Event) -> str | None:
+    """A declared event said by the first line of its class docstring, each ````field```` replaced by its value.
+
+    The vocabulary documents every event kind that way (``"``req``'s operation
+    ``handle`` is posted"``), so a kind added to it reads well in the table
+    without a case here.  ``None`` for a spec's own events (their payload is shown).
+    """
+    if isinstance(ev, SpecEvent):
+        return None
+    doc = (type(ev).__doc__ or "").strip().splitlines()
+    if not doc:
+        return None
+    values = {f.name: getattr(ev, f.name) for f in dataclasses.fields(ev)}
+
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in values:
+            return name  # a code name or a constant in the sentence, not a field
+        v = values[name]
+        return ", ".join(map(str, v)) if isinstance(v, tuple) else ("none" if v is None else str(v))
+
+    def fields_in(text: str) -> bool:
+        return any(name in values for name in re.findall(r"``([^`]+)``", text))
+
+    # Asides that name no field explain the kind, not this event: a parenthesis goes, or keeps
+    # only its field; of the clauses, the first stays and the others only if they name a field.
+    def aside(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        return f" ({inner.split(':')[0].strip()})" if fields_in(inner.split(":")[0]) else ""
+
+    sentence = re.sub(r" ?\(([^()]*)\)", aside, doc[0].rstrip("."))
+    first, *rest = re.split(r"(?<=[:;]) ", sentence)
+    kept = first + "".join(" " + c for c in rest if fields_in(c))
+    return re.sub(r"``([^`]+)``", value, kept.rstrip(":;"))
 
 
 def _prefix_kv(kv: str | None) -> str:
