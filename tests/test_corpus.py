@@ -23,7 +23,10 @@ def _hypothesis(inst: Instance) -> CheckResult:
     from ownership.engines.hypothesis_engine.engine import check_stateful
     from ownership.engines.hypothesis_engine.options import HypothesisOptions
 
-    return check_stateful(inst, HypothesisOptions(max_examples=150, steps=30, derandomize=True))
+    # On a library spec, which explore and prove decide, this run only shows that random walks
+    # raise no false alarm: 40 examples do that (150 on the toys, whose bugs it must find).
+    library = inst.spec.file is not None and Path(inst.spec.file).parent == SPECS
+    return check_stateful(inst, HypothesisOptions(max_examples=40 if library else 150, steps=30, derandomize=True))
 
 
 # Bounded model checking to depth 16 covers every library counterexample (the longest

@@ -16,12 +16,9 @@ from conftest import SPECS, instance
 from ownership import safe
 from ownership.cli import app
 from ownership.core.result import Verdict
-from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.hypothesis_engine.engine import check_stateful
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
-from ownership.engines.prove import prove
-from ownership.engines.z3run import BmcOptions
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 from ownership.vocab.cache import register_partition
@@ -140,28 +137,11 @@ def test_without_the_window_passing_the_block_the_shipped_insert_is_safe() -> No
     assert explore(Instance(spec)).verdict is Verdict.PROVED
 
 
-# -- engines ---------------------------------------------------------------------------------
-@pytest.mark.slow
-@pytest.mark.parametrize(("name", "violated"), [(SWA_BUGGY, "no_release_in_use"),
-                                                (WIN_BUGGY, "window_held_unless_tombstone")])
-def test_bmc_finds_the_same_shortest_violation(name: str, violated: str) -> None:
-    result = bmc(instance(name), BmcOptions(max_depth=3))
-    assert result.verdict is Verdict.VIOLATED and result.violated == violated
-    assert result.trace is not None and len(result.trace) == 3
-
-
 @pytest.mark.parametrize(("name", "violated"), [(SWA_BUGGY, "no_release_in_use"),
                                                 (WIN_BUGGY, "window_held_unless_tombstone")])
 def test_hypothesis_finds_the_violation(name: str, violated: str) -> None:
     result = check_stateful(instance(name), HypothesisOptions(seed=1))
     assert result.verdict is Verdict.VIOLATED and result.violated == violated
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", [SWA_FIXED, WIN_FIXED])
-def test_prove_proves_the_fix(name: str) -> None:
-    result = prove(instance(name), BmcOptions())
-    assert result.verdict is Verdict.PROVED, result.notes
 
 
 @pytest.mark.parametrize("name", [SWA_BUGGY, WIN_BUGGY])

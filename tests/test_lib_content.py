@@ -195,19 +195,9 @@ def test_vllm_lora_fix_checks_the_adapter_is_in_the_cache_key() -> None:
     assert [s.action for s in result.trace.steps] == ["schedule", "forward"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", [VLLM_BUGGY, LORA_BUGGY])
-def test_bmc_finds_the_same_shortest_violation(name: str) -> None:
-    result = bmc(instance(name), BmcOptions(max_depth=4))
-    assert result.verdict is Verdict.VIOLATED and result.violated == "no_wrong_content_read"
-    assert result.trace is not None and len(result.trace) == 4
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("buggy", "fixed"), [(VLLM_BUGGY, VLLM_FIXED), (LORA_BUGGY, LORA_FIXED)])
-def test_prove_proves_the_fix_and_hypothesis_finds_the_bug(buggy: str, fixed: str) -> None:
-    proved = prove(instance(fixed), BmcOptions())
-    assert proved.verdict is Verdict.PROVED
+@pytest.mark.parametrize("buggy", [VLLM_BUGGY, LORA_BUGGY])
+def test_hypothesis_finds_the_bug(buggy: str) -> None:
+    # bmc and prove on every library spec: tests/test_corpus.py.
     found = check_stateful(instance(buggy), HypothesisOptions(seed=0))
     assert found.verdict is Verdict.VIOLATED and found.violated == "no_wrong_content_read"
 

@@ -21,7 +21,6 @@ from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.hypothesis_engine.engine import check_stateful
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
-from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
@@ -159,22 +158,16 @@ def test_reuse_fix_is_safe_at_larger_sizes() -> None:
     ("name", "violated", "depth"),
     [
         (NIXL_BUGGY, {"no_release_with_operation_pending"}, 3),
-        # two notifications violate at depth 3: the solver may return either
+        # two notifications violate at depth 3: bmc reports the one declared first, a random walk either
         (REUSE_BUGGY, {"no_free_while_job_holds", "no_stale_completion"}, 3),
     ],
 )
 def test_bmc_and_hypothesis_find_the_buggy_specs(name: str, violated: set[str], depth: int) -> None:
     b = bmc(instance(name), BmcOptions(max_depth=depth))
-    assert b.verdict is Verdict.VIOLATED and b.violated in violated
+    assert b.verdict is Verdict.VIOLATED and b.violated == load_spec(SPECS / f"{name}.py").expect.violates  # type: ignore[union-attr]
     assert b.trace is not None and len(b.trace) == depth
     h = check_stateful(instance(name), HypothesisOptions(seed=1))
     assert h.verdict is Verdict.VIOLATED and h.violated in violated
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", [NIXL_FIXED, REUSE_FIXED])
-def test_prove_proves_the_fixed_specs(name: str) -> None:
-    assert prove(instance(name), BmcOptions()).verdict is Verdict.PROVED
 
 
 def test_committed_counterexamples_replay() -> None:

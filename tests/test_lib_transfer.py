@@ -18,7 +18,6 @@ from ownership.core.result import StopReason, Verdict
 from ownership.engines.bmc import bmc
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.engines.hypothesis_engine.engine import check_stateful
-from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
@@ -196,12 +195,6 @@ def test_hypothesis_finds_the_violation(name: str) -> None:
     spec = load_spec(SPECS / f"{name}.py")
     result = check_stateful(Instance(spec))
     assert result.verdict is Verdict.VIOLATED and result.violated == spec.expect.violates  # type: ignore[union-attr]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", FIXED)
-def test_the_fixes_are_proved_for_executions_of_any_length(name: str) -> None:
-    assert prove(instance(name)).verdict is Verdict.PROVED
 
 
 def test_committed_counterexamples_replay() -> None:
