@@ -264,3 +264,13 @@ def test_rewrite_runs_only_the_code_that_was_loaded(tmp_path: Path) -> None:
     path.write_text("def f(s):\n    return s.a and s.b and s.c\n")
     linecache.checkcache(str(path))
     assert rewrite(module.f) is module.f
+
+
+def test_an_if_whose_branch_calls_a_spec_function_keeps_forking() -> None:
+    """Merged branches that fork inside multiply their forks: vllm_block_pool's free_blocks calls
+    prepend_n/append_n (each sorts the free queue, forking per order) in the two branches."""
+    from ownership.symbolic.encoding import SymbolicSpec
+
+    sym = SymbolicSpec(Instance(load_spec(IDIOMS.parent.parent / "specs" / "vllm_block_pool.py")), ())
+    paths = sum(len(ap.paths) for ap in sym.actions if ap.action == "free_blocks")  # type: ignore[attr-defined]
+    assert paths < 300, paths  # 183 forking; 2,700 when both branches ran on one path

@@ -229,10 +229,18 @@ def _falls_through(stmt: ast.If, fn: ast.AST) -> bool:
     return not (_stored(body) & _loaded_outside(fn, stmt))
 
 
+def _calls_any(stmt: ast.If, names: frozenset[str]) -> bool:
+    """A branch calls one of ``names`` by its plain name."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+               for b in (*stmt.body, *stmt.orelse) for n in ast.walk(b))
+
+
 class _Rewrite(ast.NodeTransformer):
-    def __init__(self, fn: ast.AST, merge_ifs: bool) -> None:
+    def __init__(self, fn: ast.AST, merge_ifs: bool, spec_functions: frozenset[str] = frozenset()) -> None:
         self.fn = fn
         self.merge_ifs = merge_ifs
+        self.spec_functions = spec_functions
+        """Plain functions of the spec's own module: their bodies may fork (they are not rewritten)."""
         self.count = 0
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
@@ -270,7 +278,9 @@ class _Rewrite(ast.NodeTransformer):
         return ast.copy_location(ast.Call(func=ast.Name(f"{_PREFIX}not", ast.Load()), args=[node.operand], keywords=[]), node)
 
     def visit_If(self, node: ast.If) -> Any:
-        mergeable = self.merge_ifs and _falls_through(node, self.fn)
+        # A branch calling a function of the spec's module keeps forking: that function's own
+        # conditions fork inside the merged branch, and both branches' forks would multiply.
+        mergeable = self.merge_ifs and _falls_through(node, self.fn) and not _calls_any(node, self.spec_functions)
         self.generic_visit(node)
         if not mergeable:
             return node
@@ -341,7 +351,10 @@ def rewrite(fn: Callable[..., Any], *, merge_ifs: bool = True) -> Callable[..., 
     plain = _build(copy.deepcopy(fdef), fn.__name__, code.co_freevars, first, code.co_filename)
     if plain is None or _function_code(plain, fn.__name__) != code.co_code:
         return fn
-    rewriter = _Rewrite(fdef, merge_ifs)
+    module = fn.__module__
+    spec_functions = frozenset(n for n, v in fn.__globals__.items()
+                               if isinstance(v, types.FunctionType) and v.__module__ == module)
+    rewriter = _Rewrite(fdef, merge_ifs, spec_functions)
     fdef = rewriter.visit(fdef)
     compiled = _build(fdef, fn.__name__, code.co_freevars, first, code.co_filename)
     if compiled is None:
