@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,6 +12,8 @@ from ownership.core.trace import Trace
 from ownership.engines.explore import explore
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
+from ownership.lang.model import Spec
+from ownership.lang.successors import Successor
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -22,6 +26,17 @@ def instance(name: str, **params: int) -> Instance:
     if not path.exists():
         path = CORPUS / f"{name}.py"
     return Instance(load_spec(path), params)
+
+
+def run_once(spec: Spec, body: Callable[[Any], None], *, recording: bool = True,
+             **params: int) -> tuple[Instance, list[Successor]]:
+    """Run ``body(s)`` as the spec's only action on the initial state; return the instance and its outcomes."""
+    spec.actions.clear()
+    spec.action(body)
+    inst = Instance(spec, params or None)
+    (ai,) = inst.action_instances
+    with inst.mode(recording=recording):
+        return inst, inst.successors_of(inst.init_state, ai)
 
 
 @pytest.fixture

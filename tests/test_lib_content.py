@@ -15,6 +15,7 @@ from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
+from conftest import run_once as run
 from ownership import Enum, Ownership, Spec, require
 from ownership.cli import app
 from ownership.core.result import StopReason, Verdict
@@ -229,13 +230,6 @@ def tiny(pages: int = 2, *, hashes: int | None = None, collide: bool = False, sc
     return spec, pool, index, trie
 
 
-def run(spec: Spec, body: Any) -> tuple[Instance, list[Any]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    return inst, inst.successors_of(inst.init_state, ai)
 
 
 def compute(index: ContentIndex, s: Any, r: int, key: int, scope: Any = None) -> None:

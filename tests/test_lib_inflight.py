@@ -14,6 +14,7 @@ from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
+from conftest import run_once as run
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.cli import app
 from ownership.core.result import StopReason, Verdict
@@ -211,13 +212,6 @@ def tiny(pages: int = 2) -> tuple[Spec, PagePool, InflightWrites]:
     return spec, pool, writes
 
 
-def run(spec: Spec, body):  # noqa: ANN001, ANN201
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    return inst, inst.successors_of(inst.init_state, ai)
 
 
 def test_post_targets_the_table_at_post_time_and_land_writes_it() -> None:

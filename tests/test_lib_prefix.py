@@ -14,6 +14,7 @@ from pins import events, explored
 from typer.testing import CliRunner
 
 from conftest import SPECS, instance
+from conftest import run_once as run
 from ownership import Enum, Ownership, Spec, require
 from ownership.cli import app
 from ownership.core.result import StopReason, Verdict
@@ -174,13 +175,6 @@ X, XY, XZ = 0, 1, 2
 A, B = 0, 1
 
 
-def run(spec: Spec, body: Any) -> tuple[Instance, list[Any]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    return inst, inst.successors_of(inst.init_state, ai)
 
 
 def cache(radix: PrefixIndex, s: Any, r: int, prompt: int) -> None:

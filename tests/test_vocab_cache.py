@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from conftest import run_once as run
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.core.replay import trace_schema
 from ownership.core.result import Verdict
@@ -47,13 +48,6 @@ def paired(pages: int = 2) -> tuple[Spec, PairedCaches]:
     return spec, pair
 
 
-def run(spec: Spec, body: Callable[[Any], None]) -> tuple[Instance, list[Any]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return the instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    return inst, inst.successors_of(inst.init_state, ai)
 
 
 def one(spec: Spec, body: Callable[[Any], None]) -> tuple[Instance, Any, dict[str, Any]]:

@@ -6,11 +6,11 @@ safety rests on a deadline that may expire only after a named event.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from conftest import run_once as run
 from ownership import Enum, Ownership, Spec, require
 from ownership.core.result import StopReason, Verdict
 from ownership.engines.bmc import bmc
@@ -20,7 +20,6 @@ from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.declarations import Domain
 from ownership.lang.instance import Instance
-from ownership.lang.successors import Successor
 from ownership.vocab.clock import Deadline
 
 
@@ -38,13 +37,6 @@ def base() -> tuple[Spec, Domain]:
     return spec, Req
 
 
-def run(spec: Spec, body: Callable[[Any], None], **params: int) -> tuple[Instance, list[Successor]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec, params)
-    (ai,) = inst.action_instances
-    return inst, inst.successors_of(inst.init_state, ai)
 
 
 def test_a_deadline_without_after_may_expire_as_soon_as_it_is_armed() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from conftest import run_once as run
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.core.result import Verdict
 from ownership.engines.bmc import bmc
@@ -39,13 +40,6 @@ def tiny(pages: int = 2, count: int = 2) -> tuple[Spec, PagePool, Handles]:
     return spec, pool, ops
 
 
-def run(spec: Spec, body: Any) -> tuple[Instance, list[Any]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    return inst, inst.successors_of(inst.init_state, ai)
 
 
 def test_a_posted_handle_covers_the_table_at_post_time_and_completion_lands_it() -> None:

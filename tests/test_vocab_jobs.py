@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from conftest import run_once as run
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.core.result import Verdict
 from ownership.engines.bmc import bmc
@@ -35,13 +36,6 @@ def tiny(pages: int = 2, generations: int = 2) -> tuple[Spec, PagePool, Jobs]:
     return spec, pool, jobs
 
 
-def run(spec: Spec, body: Any) -> tuple[Instance, list[Any]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    return inst, inst.successors_of(inst.init_state, ai)
 
 
 def test_a_job_keeps_released_pages_off_the_free_list_until_it_completes() -> None:

@@ -6,13 +6,12 @@ ten-line spec.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from conftest import ROOT
+from conftest import run_once as run
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.core.replay import trace_schema
 from ownership.core.result import Verdict
@@ -23,7 +22,6 @@ from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
-from ownership.lang.successors import Successor
 from ownership.vocab.reads import InflightReads
 
 
@@ -39,14 +37,6 @@ def tiny(pages: int = 1) -> tuple[Spec, PagePool, InflightReads]:
     return spec, pool, reads
 
 
-def run(spec: Spec, body: Callable[[Any], None], *, recording: bool = True) -> tuple[Instance, list[Successor]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    with inst.mode(recording=recording):
-        return inst, inst.successors_of(inst.init_state, ai)
 
 
 def test_the_pending_variable_is_marked_for_the_pictures() -> None:

@@ -7,11 +7,9 @@ on a ten-line spec.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
+from conftest import run_once as run
 from ownership import Enum, Ownership, PagePool, Spec, require
 from ownership.core.replay import trace_schema
 from ownership.core.result import Verdict
@@ -22,7 +20,6 @@ from ownership.engines.prove import prove
 from ownership.engines.z3run import BmcOptions
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
-from ownership.lang.successors import Successor
 from ownership.vocab.inflight import InflightWrites
 from ownership.vocab.reads import InflightReads
 from ownership.vocab.regions import Regions
@@ -42,14 +39,6 @@ def tiny(pages: int = 2, *, registered: bool = True) -> tuple[Spec, PagePool, In
     return spec, pool, reads, writes, mr
 
 
-def run(spec: Spec, body: Callable[[Any], None], *, recording: bool = True) -> tuple[Instance, list[Successor]]:
-    """Run ``body(s)`` as the spec's only action on the initial state; return instance and outcomes."""
-    spec.actions.clear()
-    spec.action(body)
-    inst = Instance(spec)
-    (ai,) = inst.action_instances
-    with inst.mode(recording=recording):
-        return inst, inst.successors_of(inst.init_state, ai)
 
 
 def test_the_flag_is_marked_deregistered_and_reaches_the_schema() -> None:
