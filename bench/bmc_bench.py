@@ -7,10 +7,10 @@
 Prints, with wall and CPU seconds (the CPU figure is the process's own time,
 which is what to compare on a shared machine):
 
-* the depth BMC reaches over time on ``sglang_disagg_v0_5_21`` (default size);
+* the depth BMC reaches over time on ``sglang_disagg_v0_5_20`` (default size);
 * the time to its counterexample at the default size and at 3 requests x 8
   decode pages, next to the explorer's time on the same instance;
-* the time of ``prove`` on ``sglang_disagg_v0_5_22`` and how it closed, with the
+* the time of ``prove`` on ``sglang_disagg_v0_5_21`` and how it closed, with the
   reachable set and without it (``prove-spacer``: k-induction, then Spacer).
 
 Each measurement runs in a child process so that a cap can stop it cleanly.
@@ -28,8 +28,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
-BUGGY = SPECS / "sglang_disagg_v0_5_21.py"
-FIXED = SPECS / "sglang_disagg_v0_5_22.py"
+BUGGY = SPECS / "sglang_disagg_v0_5_20.py"
+FIXED = SPECS / "sglang_disagg_v0_5_21.py"
 SIZES: dict[str, dict[str, int]] = {
     "default (2 requests x 4 decode pages)": {},
     "3 requests x 8 decode pages": {"requests": 3, "decode_pool_tokens": 16},
@@ -115,7 +115,7 @@ def main() -> int:
     print(f"Python {platform.python_version()} on {platform.machine()}, {time.strftime('%Y-%m-%d')}")
     sizes = dict(list(SIZES.items())[:1]) if args.quick else SIZES
     for label, params in sizes.items():
-        print(f"\nsglang_disagg_v0_5_21, {label}")
+        print(f"\nsglang_disagg_v0_5_20, {label}")
         e = measure("explore", BUGGY, params, args.cap)
         print(_line("explore", e, args.cap))
         b = measure("bmc", BUGGY, params, args.cap, show_depths=True)
@@ -123,7 +123,7 @@ def main() -> int:
         if "wall" in e and "wall" in b:
             print(f"  bmc / explore: {b['wall'] / max(e['wall'], 1e-9):.0f}x wall")
     if not args.quick:
-        print("\nprove sglang_disagg_v0_5_22 (default size)")
+        print("\nprove sglang_disagg_v0_5_21 (default size)")
         for kind in ("prove", "prove-spacer"):
             p = measure(kind, FIXED, {}, args.cap)
             print(_line(kind, p, args.cap))

@@ -4,8 +4,8 @@
     python bench/explore_bench.py --quick    # default size only
 
 Reports distinct states, transitions, seconds and distinct states per second
-for exhaustive checks of sglang_disagg_v0_5_22, with and without symmetry
-reduction, and the wall time of the v0.5.21 counterexample from the command
+for exhaustive checks of sglang_disagg_v0_5_21, with and without symmetry
+reduction, and the wall time of the v0.5.20 counterexample from the command
 line (interpreter start and imports included).
 """
 
@@ -24,8 +24,8 @@ from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-V22 = ROOT / "specs" / "sglang_disagg_v0_5_22.py"
-V21 = ROOT / "specs" / "sglang_disagg_v0_5_21.py"
+V22 = ROOT / "specs" / "sglang_disagg_v0_5_21.py"
+V21 = ROOT / "specs" / "sglang_disagg_v0_5_20.py"
 
 SIZES = {
     "default (2 req x 4 decode pages)": {},
@@ -61,7 +61,7 @@ def main() -> None:
         )
         runs.append(time.perf_counter() - t)
     runs.sort()
-    print(f"v0.5.21 counterexample from the command line (no picture): median {runs[2]:.2f}s of 5 runs")
+    print(f"v0.5.20 counterexample from the command line (no picture): median {runs[2]:.2f}s of 5 runs")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:,.0f} MiB")
 

@@ -29,8 +29,8 @@ SMALL = [
     # Library specs at one request (tests/test_corpus.py runs every library spec
     # at its default size through bmc and prove as well).
     ("sglang_single_node", {"requests": 1}),
+    ("sglang_disagg_v0_5_20", {"requests": 1}),
     ("sglang_disagg_v0_5_21", {"requests": 1}),
-    ("sglang_disagg_v0_5_22", {"requests": 1}),
 ]
 
 
@@ -197,7 +197,7 @@ def test_bookkeeping_lemmas_are_kept_only_when_proved() -> None:
         return sum(c.get_id() in proven for c in proposed), len(proposed)
 
     # A correct allocator: every bookkeeping fact is inductive.
-    n, total = kept(instance("sglang_disagg_v0_5_21", requests=1))
+    n, total = kept(instance("sglang_disagg_v0_5_20", requests=1))
     assert n == total > 0
     # A double free puts a page on the free list twice: "free is 1 when unheld" is false there.
     n, total = kept(instance("toy_double_free"))
@@ -315,7 +315,7 @@ def test_prove_on_a_buggy_spec_never_says_proved_even_if_spacer_answers_wrongly(
 
 @pytest.mark.slow
 def test_prove_checks_the_reachable_set_as_the_inductive_invariant() -> None:
-    r = prove(instance("sglang_disagg_v0_5_22"), BmcOptions(spacer=False))
+    r = prove(instance("sglang_disagg_v0_5_21"), BmcOptions(spacer=False))
     assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.INVARIANT_FOUND, r.notes
     assert r.stats.states == 21_777 and r.stats.depth == 16
     assert any("explicit reachable set as the inductive invariant" in n for n in r.notes)
@@ -342,8 +342,8 @@ def test_a_reachable_set_missing_states_is_not_taken_as_a_proof(monkeypatch: pyt
 
 @pytest.mark.slow
 def test_a_reachable_violation_gives_the_shortest_trace() -> None:
-    e = explore(instance("sglang_disagg_v0_5_21"))
-    r = prove(instance("sglang_disagg_v0_5_21"), BmcOptions(spacer=False))
+    e = explore(instance("sglang_disagg_v0_5_20"))
+    r = prove(instance("sglang_disagg_v0_5_20"), BmcOptions(spacer=False))
     assert r.verdict is Verdict.VIOLATED and r.violated == e.violated
     assert r.trace is not None and e.trace is not None and len(r.trace) == len(e.trace) == 15
     assert any("violates no_foreign_read" in n for n in r.notes), r.notes
@@ -351,7 +351,7 @@ def test_a_reachable_violation_gives_the_shortest_trace() -> None:
 
 @pytest.mark.slow
 def test_the_reachable_set_is_skipped_above_its_limit() -> None:
-    r = prove(instance("sglang_disagg_v0_5_22"), BmcOptions(spacer=False, reach_states=1_000))
+    r = prove(instance("sglang_disagg_v0_5_21"), BmcOptions(spacer=False, reach_states=1_000))
     assert r.verdict is Verdict.UNKNOWN
     assert any("more than 1,000 states" in n for n in r.notes), r.notes
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from conftest import CORPUS, SPECS
 from ownership.cli import app
 
-V21 = str(SPECS / "sglang_disagg_v0_5_21.py")
-V22 = str(SPECS / "sglang_disagg_v0_5_22.py")
+V21 = str(SPECS / "sglang_disagg_v0_5_20.py")
+V22 = str(SPECS / "sglang_disagg_v0_5_21.py")
 
 
 def invoke(*args: str):
@@ -30,7 +30,7 @@ def test_check_violation_exits_1_prints_trace_and_writes_files(tmp_path: Path) -
     res = invoke("check", V21, "--out", str(tmp_path))
     assert res.exit_code == 1, res.output
     out = res.output
-    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_21")
+    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_20")
     assert "Counterexample: 15 steps" in out
     assert "B reads D0, which holds A's KV" in out or "which holds A's KV" in out
     assert "client of B gets HTTP 200" in out
@@ -43,7 +43,7 @@ def test_check_violation_exits_1_prints_trace_and_writes_files(tmp_path: Path) -
 def test_check_safe_exits_0_and_says_what_it_covered() -> None:
     res = invoke("check", V22, "--no-render")
     assert res.exit_code == 0, res.output
-    assert res.stdout.startswith("PROVED  sglang_disagg_v0_5_22")
+    assert res.stdout.startswith("PROVED  sglang_disagg_v0_5_21")
     assert "all reachable states of this instance checked" in res.output
     assert "435 distinct states" in res.output
 
@@ -96,7 +96,7 @@ def test_usage_errors_are_one_line_exit_2(args: list[str], code: str, needle: st
 
 def test_unknown_param_error_points_at_the_spec_file() -> None:
     res = invoke("check", V21, "--param", "nope=3")
-    assert "sglang_disagg_v0_5_21.py:" in res.output
+    assert "sglang_disagg_v0_5_20.py:" in res.output
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -184,7 +184,7 @@ def test_render_formats(tmp_path: Path, fmt: str) -> None:
 def test_list_shows_specs_with_sources_and_expectations() -> None:
     res = invoke("list", str(SPECS))
     assert res.exit_code == 0
-    assert "sglang_disagg_v0_5_21" in res.output and "violates no_foreign_read" in res.output
+    assert "sglang_disagg_v0_5_20" in res.output and "violates no_foreign_read" in res.output
     assert "sglang PR #38704" in res.output and "expect:     safe" in res.output
 
 

@@ -21,7 +21,7 @@ from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 from ownership.render.text import explain_report
 
-V21 = SPECS / "sglang_disagg_v0_5_21.py"
+V21 = SPECS / "sglang_disagg_v0_5_20.py"
 
 
 def line_of(path: Path, text: str) -> int:
@@ -54,13 +54,13 @@ def necessary_by_graph(inst: Instance, invariant: str) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def v21():
-    return diagnose(instance("sglang_disagg_v0_5_21"), "no_foreign_read")
+def v20():
+    return diagnose(instance("sglang_disagg_v0_5_20"), "no_foreign_read")
 
 
-def test_v21_points_at_decode_admission_and_commit(v21) -> None:
-    assert v21.complete and v21.violating_states > 0
-    missing = {a.action: a for a in v21.missing_checks}
+def test_v21_points_at_decode_admission_and_commit(v20) -> None:
+    assert v20.complete and v20.violating_states > 0
+    missing = {a.action: a for a in v20.missing_checks}
     assert list(missing) == ["decode_pop_preallocated", "decode_pop_transferred"]
     admit = missing["decode_pop_preallocated"]
     assert "p_to_finish = yes" in {c.key for c in admit.first_unchecked}
@@ -73,15 +73,15 @@ def test_v21_points_at_decode_admission_and_commit(v21) -> None:
     assert [(c.line, c.text.endswith("is false")) for c in branch] == [(line_of(V21, "if s.kv[r] == KV.FAILED:"), True)]
 
 
-def test_v21_necessary_actions_match_an_independent_cut_on_the_graph(v21) -> None:
-    inst = instance("sglang_disagg_v0_5_21")
-    assert {a.action for a in v21.necessary} == necessary_by_graph(inst, "no_foreign_read")
+def test_v21_necessary_actions_match_an_independent_cut_on_the_graph(v20) -> None:
+    inst = instance("sglang_disagg_v0_5_20")
+    assert {a.action for a in v20.necessary} == necessary_by_graph(inst, "no_foreign_read")
     # The timeout and the transfer failure are escapes, never needed for the leak.
-    assert "decode_transfer_timeout" not in {a.action for a in v21.necessary}
+    assert "decode_transfer_timeout" not in {a.action for a in v20.necessary}
 
 
 def _guarded(name: str, guard) -> Instance:
-    """v0.5.21 with ``require(not guard(s, r))`` in front of action ``name``: the fix the diagnosis proposes."""
+    """v0.5.20 with ``require(not guard(s, r))`` in front of action ``name``: the fix the diagnosis proposes."""
     base = load_spec(V21)
     original = base.actions[name].fn
     patched = base.derive(f"v21_guarded_{name}")
@@ -108,7 +108,7 @@ def test_a_check_on_the_reported_condition_removes_every_violation(name, guard) 
     assert result.verdict is Verdict.PROVED, result.coverage()
 
 
-def test_a_check_elsewhere_does_not(v21) -> None:
+def test_a_check_elsewhere_does_not(v20) -> None:
     # Control: guarding the timeout (not necessary) leaves the leak in place.
     result = explore(
         _guarded("decode_transfer_timeout", lambda s, r: True), ExploreOptions(invariants=("no_foreign_read",))
@@ -117,19 +117,19 @@ def test_a_check_elsewhere_does_not(v21) -> None:
 
 
 def test_state_limit_says_the_diagnosis_is_bounded() -> None:
-    d = diagnose(instance("sglang_disagg_v0_5_21"), "no_foreign_read", DiagnoseOptions(max_states=300))
+    d = diagnose(instance("sglang_disagg_v0_5_20"), "no_foreign_read", DiagnoseOptions(max_states=300))
     assert not d.complete and d.states == 300
     assert "explored bound only" in d.coverage()
 
 
 def test_safe_spec_has_nothing_to_explain() -> None:
-    d = diagnose(instance("sglang_disagg_v0_5_22"), "no_foreign_read")
+    d = diagnose(instance("sglang_disagg_v0_5_21"), "no_foreign_read")
     assert d.complete and d.violating_states == 0 and d.necessary == ()
 
 
 def test_unknown_invariant_is_a_numbered_error() -> None:
     with pytest.raises(OwnershipError) as info:
-        diagnose(instance("sglang_disagg_v0_5_21"), "no_such_invariant")
+        diagnose(instance("sglang_disagg_v0_5_20"), "no_such_invariant")
     assert info.value.code is Code.UNKNOWN_INVARIANT
 
 
@@ -186,13 +186,13 @@ def test_corpus_double_free_blames_the_abort_branch() -> None:
 def test_check_explain_prints_the_diagnosis_under_the_counterexample(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
     res = CliRunner().invoke(
-        app, ["check", "specs/sglang_disagg_v0_5_21.py", "--explain", "--no-render", "--out", str(tmp_path)]
+        app, ["check", "specs/sglang_disagg_v0_5_20.py", "--explain", "--no-render", "--out", str(tmp_path)]
     )
     assert res.exit_code == 1, res.output
     out = res.output
     assert out.index("Counterexample: 15 steps") < out.index("Explanation: what every path to no_foreign_read")
     assert "every path to no_foreign_read passes through: decode_pop_preallocated(r)" in " ".join(out.split())
-    assert f"specs/sglang_disagg_v0_5_21.py:{line_of(V21, 'def decode_pop_transferred') - 1}" in out
+    assert f"specs/sglang_disagg_v0_5_20.py:{line_of(V21, 'def decode_pop_transferred') - 1}" in out
     assert "complete reachable state graph" in out
     assert "--explain" in out.splitlines()[-1]  # the reproduce command keeps the flag
 
@@ -207,7 +207,7 @@ def test_check_explain_prints_nothing_when_the_explorer_finds_nothing(tmp_path: 
 
 def test_bounded_explanation_says_it_holds_within_the_bound_only() -> None:
     lines = explain_report(
-        diagnose(instance("sglang_disagg_v0_5_21"), "no_foreign_read", DiagnoseOptions(max_states=300))
+        diagnose(instance("sglang_disagg_v0_5_20"), "no_foreign_read", DiagnoseOptions(max_states=300))
     )
     text = " ".join(" ".join(lines).split())
     assert "the first 300 states only" in text and "explored bound only" in text
@@ -323,7 +323,7 @@ def test_conditions_of_two_steps_of_one_action_are_never_one_conjunction(name: s
 
 @pytest.mark.slow
 def test_v21_conjunctions_hold_together() -> None:
-    _check_conjunctions(instance("sglang_disagg_v0_5_21"), "no_foreign_read")
+    _check_conjunctions(instance("sglang_disagg_v0_5_20"), "no_foreign_read")
 
 
 # -- the fix point first --------------------------------------------------------------------
@@ -335,7 +335,7 @@ FIX_PAIRS = [
     ("tgi_prefix_published_before_write_buggy", "tgi_prefix_published_before_write_fixed", {"next_batch_below_min_size"}),
     ("vllm_async_sched_inflight_step_buggy", "vllm_async_sched_inflight_step_fixed", {"finish_or_preempt", "update_from_output"}),
     ("vllm_fork_double_free_buggy", "vllm_fork_double_free_fixed", {"fork", "free"}),
-    pytest.param("sglang_disagg_v0_5_21", "sglang_disagg_v0_5_22",
+    pytest.param("sglang_disagg_v0_5_20", "sglang_disagg_v0_5_21",
                  {"decode_pop_preallocated", "prefill_pop_bootstrapped", "decode_pop_transferred"},
                  marks=pytest.mark.slow),  # the fast set checks it on the module's diagnosis (below)
     # The fix replaces the helper lock_handle, which prefill and finish call.
@@ -365,11 +365,11 @@ def test_the_action_the_fix_changes_is_ranked_first(buggy: str, fixed: str, chan
     assert ranked[0] in changed, ranked
 
 
-def test_v21_ranks_admission_first(v21) -> None:
+def test_v21_ranks_admission_first(v20) -> None:
     # The upstream fix changed admission, the prefill pop and the commit; admission is the first missing check.
-    assert [a.action for a in v21.fix_points][:2] == ["decode_pop_preallocated", "decode_pop_transferred"]
+    assert [a.action for a in v20.fix_points][:2] == ["decode_pop_preallocated", "decode_pop_transferred"]
     # Path order is kept where the explanation lists it.
-    assert [a.depth for a in v21.necessary] == sorted(a.depth for a in v21.necessary)
+    assert [a.depth for a in v20.necessary] == sorted(a.depth for a in v20.necessary)
 
 
 # -- what --explain prints: each further step on its own, and the likeliest fix -------------------
@@ -420,14 +420,14 @@ def test_explain_prints_the_likeliest_fix_first_and_keeps_path_order(name: str, 
     assert rows == [a.signature.split()[0] for a in d.necessary]  # the listing is still in path order
 
 
-def test_the_likeliest_fix_is_said_with_why_it_ranks_first(v21) -> None:
+def test_the_likeliest_fix_is_said_with_why_it_ranks_first(v20) -> None:
     # evict_pending: land's check loses no other state, post's and evict's lose some; none gives pages up.
     d = diagnose(Instance(load_spec(EXPLAIN / "evict_pending.py")), "no_corrupt_page")
     assert [a.action for a in d.fix_points][0] == "land" and [a.action for a in d.necessary][0] == "post"
     text = " ".join(" ".join(explain_report(d)).split())
     assert "likeliest fix first: land(r, p) (a check here loses no other state, the fewest)" in text
-    # A missing check ranks on it: v21's admission, whose field no step reads.
-    text = " ".join(" ".join(explain_report(v21)).split())
+    # A missing check ranks on it: v20's admission, whose field no step reads.
+    text = " ".join(" ".join(explain_report(v20)).split())
     assert ("likeliest fix first: decode_pop_preallocated(r) (no step on the way reads p_to_finish[r] = yes: "
             "the check is missing here)") in text
     # A release whose code reads the hazard another step leaves unread: the abort path frees anyway.

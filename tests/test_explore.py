@@ -14,10 +14,10 @@ from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 # buggy spec the counts are those explored until the violation; breadth-first
 # order is deterministic, so they are stable.
 PINNED = {
-    ("sglang_disagg_v0_5_21", True): (Verdict.VIOLATED, 874, 2044, 15),
-    ("sglang_disagg_v0_5_21", False): (Verdict.VIOLATED, 85945, 208519, 15),
-    ("sglang_disagg_v0_5_22", True): (Verdict.PROVED, 435, 1130, 16),
-    ("sglang_disagg_v0_5_22", False): (Verdict.PROVED, 21777, 63700, 16),
+    ("sglang_disagg_v0_5_20", True): (Verdict.VIOLATED, 874, 2044, 15),
+    ("sglang_disagg_v0_5_20", False): (Verdict.VIOLATED, 85945, 208519, 15),
+    ("sglang_disagg_v0_5_21", True): (Verdict.PROVED, 435, 1130, 16),
+    ("sglang_disagg_v0_5_21", False): (Verdict.PROVED, 21777, 63700, 16),
     ("sglang_single_node", True): (Verdict.PROVED, 57, 92, 10),
     ("sglang_single_node", False): (Verdict.PROVED, 405, 696, 10),
 }
@@ -30,13 +30,13 @@ def test_pinned_state_counts(name: str, symmetry: bool) -> None:
     assert (result.verdict, s.states, s.transitions, s.depth) == PINNED[(name, symmetry)]
 
 
-def test_v0_5_21_counterexample_is_shortest_and_shows_the_leak() -> None:
-    result = explore(instance("sglang_disagg_v0_5_21"))
+def test_v0_5_20_counterexample_is_shortest_and_shows_the_leak() -> None:
+    result = explore(instance("sglang_disagg_v0_5_20"))
     assert result.violated == "no_foreign_read"
     trace = result.trace
     assert trace is not None and len(trace) == 15
     # No violation exists in fewer steps: the same search bounded to 14 steps is clean.
-    bounded = explore(instance("sglang_disagg_v0_5_21"), ExploreOptions(max_depth=14))
+    bounded = explore(instance("sglang_disagg_v0_5_20"), ExploreOptions(max_depth=14))
     assert bounded.verdict is Verdict.BOUNDED_OK and bounded.stop_reason is StopReason.DEPTH_LIMIT
     assert bounded.stats.depth == 14
     # The last step is B's decode reading a page that holds A's KV, and B's client gets 200.
@@ -52,7 +52,7 @@ def test_v0_5_21_counterexample_is_shortest_and_shows_the_leak() -> None:
 
 @pytest.mark.slow
 def test_symmetry_never_changes_verdicts_or_shortest_length() -> None:
-    for name in ("sglang_disagg_v0_5_21", "sglang_disagg_v0_5_22", "sglang_single_node"):
+    for name in ("sglang_disagg_v0_5_20", "sglang_disagg_v0_5_21", "sglang_single_node"):
         on = explore(instance(name), ExploreOptions(symmetry=True))
         off = explore(instance(name), ExploreOptions(symmetry=False))
         assert on.verdict == off.verdict and on.violated == off.violated
@@ -60,7 +60,7 @@ def test_symmetry_never_changes_verdicts_or_shortest_length() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["sglang_single_node", "sglang_disagg_v0_5_22"])
+@pytest.mark.parametrize("name", ["sglang_single_node", "sglang_disagg_v0_5_21"])
 def test_symmetry_keys_are_exact_orbits(name: str) -> None:
     """Reduced count == number of orbits among all states of the unreduced search."""
     inst = instance(name)
@@ -81,21 +81,21 @@ def test_symmetry_keys_are_exact_orbits(name: str) -> None:
 
 
 def test_state_and_time_limits_are_inconclusive_and_say_so() -> None:
-    r = explore(instance("sglang_disagg_v0_5_22"), ExploreOptions(max_states=50))
+    r = explore(instance("sglang_disagg_v0_5_21"), ExploreOptions(max_states=50))
     assert r.verdict is Verdict.UNKNOWN and r.stop_reason is StopReason.STATE_LIMIT
     assert any("inconclusive" in n for n in r.notes)
-    r = explore(instance("sglang_disagg_v0_5_22"), ExploreOptions(max_seconds=0.0))
+    r = explore(instance("sglang_disagg_v0_5_21"), ExploreOptions(max_seconds=0.0))
     assert r.verdict is Verdict.UNKNOWN and r.stop_reason is StopReason.TIME_LIMIT
 
 
 def test_depth_limit_is_bounded_ok_and_states_the_bound() -> None:
-    r = explore(instance("sglang_disagg_v0_5_22"), ExploreOptions(max_depth=5))
+    r = explore(instance("sglang_disagg_v0_5_21"), ExploreOptions(max_depth=5))
     assert r.verdict is Verdict.BOUNDED_OK
     assert "up to 5 steps" in r.coverage()
 
 
 def test_exhaustive_verdict_states_what_was_covered() -> None:
-    r = explore(instance("sglang_disagg_v0_5_22"))
+    r = explore(instance("sglang_disagg_v0_5_21"))
     text = r.coverage()
     assert "all reachable states" in text and "435" in text and "requests=2" in text
 
@@ -111,7 +111,7 @@ def test_deadlock_check_is_opt_in() -> None:
 
 
 def test_invariant_selection() -> None:
-    r = explore(instance("sglang_disagg_v0_5_21"), ExploreOptions(invariants=("no_double_ownership",)))
+    r = explore(instance("sglang_disagg_v0_5_20"), ExploreOptions(invariants=("no_double_ownership",)))
     assert r.verdict is Verdict.PROVED and r.invariants == ("no_double_ownership",)
 
 

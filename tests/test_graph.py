@@ -14,13 +14,13 @@ from ownership.engines.graph import state_graph, violating_nodes
 
 
 def test_graph_has_the_explorers_states() -> None:
-    g = state_graph(instance("sglang_disagg_v0_5_22"))
-    assert g.number_of_nodes() == explore(instance("sglang_disagg_v0_5_22")).stats.states
+    g = state_graph(instance("sglang_disagg_v0_5_21"))
+    assert g.number_of_nodes() == explore(instance("sglang_disagg_v0_5_21")).stats.states
     assert violating_nodes(g) == []
 
 
 def test_shortest_path_to_a_violation_matches_the_counterexample() -> None:
-    g = state_graph(instance("sglang_disagg_v0_5_21"))
+    g = state_graph(instance("sglang_disagg_v0_5_20"))
     bad = violating_nodes(g)
     lengths = nx.single_source_shortest_path_length(g, 0)
     assert min(lengths[n] for n in bad) == 15

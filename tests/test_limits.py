@@ -135,7 +135,7 @@ def test_signal_reports_coverage_and_exits_3(command: str, sig: signal.Signals, 
         args = ["check", str(wide), "-p", "width=20", "--out", str(tmp_path / "o")]
     else:
         # k-induction does not close at 3 requests: prove goes on to the reachable set and Spacer.
-        args = ["prove", str(SPECS / "sglang_disagg_v0_5_22.py"), "-p", "requests=3", "--out", str(tmp_path / "o")]
+        args = ["prove", str(SPECS / "sglang_disagg_v0_5_21.py"), "-p", "requests=3", "--out", str(tmp_path / "o")]
     proc = _ownership(*args, cwd=tmp_path)
     try:
         _wait_for_progress(proc)
@@ -157,7 +157,7 @@ def test_signal_reports_coverage_and_exits_3(command: str, sig: signal.Signals, 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["bmc", "hypothesis"])
 def test_sigterm_in_the_other_engines(engine: str, tmp_path: Path) -> None:
-    spec = SPECS / ("vllm_block_pool.py" if engine == "bmc" else "sglang_disagg_v0_5_22.py")
+    spec = SPECS / ("vllm_block_pool.py" if engine == "bmc" else "sglang_disagg_v0_5_21.py")
     extra = ["--max-depth", "60"] if engine == "bmc" else ["--max-examples", "100000"]
     proc = _ownership("check", str(spec), "--engine", engine, *extra, "--out", str(tmp_path / "o"), cwd=tmp_path)
     try:
@@ -175,7 +175,7 @@ def test_sigterm_in_the_other_engines(engine: str, tmp_path: Path) -> None:
 
 def test_large_instance_is_warned_about_before_the_search(tmp_path: Path) -> None:
     res = CliRunner().invoke(
-        app, ["check", str(SPECS / "sglang_disagg_v0_5_22.py"), "-p", "page_size=1", "-p", "decode_pool_tokens=64",
+        app, ["check", str(SPECS / "sglang_disagg_v0_5_21.py"), "-p", "page_size=1", "-p", "decode_pool_tokens=64",
               "-p", "prefill_pool_tokens=64", "--max-seconds", "1", "--no-progress", "--out", str(tmp_path)],
     )
     assert "warning:" in res.output, res.output
@@ -188,7 +188,7 @@ def test_the_picture_folds_pages_nothing_touched() -> None:
     from ownership.render.graphviz_bin import render
 
     # 32 decode pages (page_size 2, 64 tokens): the 15-step leak touches only a few of them.
-    r = explore(instance("sglang_disagg_v0_5_21", decode_pool_tokens=64))
+    r = explore(instance("sglang_disagg_v0_5_20", decode_pool_tokens=64))
     assert r.trace is not None
     dot = trace_to_dot(r.trace)
     folded = re.search(r"(\d+) untouched pages", dot)
@@ -206,11 +206,11 @@ def test_the_picture_folds_pages_nothing_touched() -> None:
 def test_max_seconds_holds_in_the_hypothesis_engine_and_in_engine_all(tmp_path: Path) -> None:
     # Hypothesis' gc callbacks swallow an exception raised inside them: the limit must fire again.
     started = time.monotonic()
-    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_22.py"), "--engine", "hypothesis", "--walks", "0",
+    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--engine", "hypothesis", "--walks", "0",
                                    "--max-examples", "100000", "--derandomize", "--max-seconds", "2", "--no-progress",
                                    "--out", str(tmp_path)])
     took = time.monotonic() - started
     assert res.exit_code == 3, res.output
     assert took < UPPER_BOUND
-    assert res.stdout.startswith("UNKNOWN  sglang_disagg_v0_5_22 (hypothesis)")
+    assert res.stdout.startswith("UNKNOWN  sglang_disagg_v0_5_21 (hypothesis)")
     assert "reached the time limit" in res.output

@@ -145,18 +145,18 @@ class _CountingSeen:
 @pytest.mark.parametrize("symmetry", [True, False])
 def test_a_replaced_frontier_and_seen_set_find_the_same_states(symmetry: bool) -> None:
     frontier, seen = _Stack(), _CountingSeen()
-    search = BreadthFirst(instance("sglang_disagg_v0_5_22"), symmetry=symmetry, frontier=frontier, seen=seen)
+    search = BreadthFirst(instance("sglang_disagg_v0_5_21"), symmetry=symmetry, frontier=frontier, seen=seen)
     out = search.run(Visitor())
-    pinned = explore(instance("sglang_disagg_v0_5_22"), ExploreOptions(symmetry=symmetry)).stats
+    pinned = explore(instance("sglang_disagg_v0_5_21"), ExploreOptions(symmetry=symmetry)).stats
     assert (out.states, out.transitions, out.depth) == (pinned.states, pinned.transitions, pinned.depth)
     assert len(seen) == out.states and seen.lookups == out.transitions
     assert sum(frontier.handed) == out.states and frontier.handed[-1] == 0
 
 
 def test_state_limit_stops_or_drops() -> None:
-    stopped = BreadthFirst(instance("sglang_disagg_v0_5_22"), limits=Limits(max_states=100)).run(Visitor())
+    stopped = BreadthFirst(instance("sglang_disagg_v0_5_21"), limits=Limits(max_states=100)).run(Visitor())
     assert stopped.stop.reason is StopReason.STATE_LIMIT and stopped.states == 100 and not stopped.complete
-    dropped = BreadthFirst(instance("sglang_disagg_v0_5_22"),
+    dropped = BreadthFirst(instance("sglang_disagg_v0_5_21"),
                            limits=Limits(max_states=100, drop_when_full=True)).run(Visitor())
     assert dropped.stop.reason is StopReason.EXHAUSTED and dropped.states == 100 and not dropped.complete
     assert dropped.transitions > stopped.transitions
@@ -173,7 +173,7 @@ def test_mode_restores_on_an_exception() -> None:
 
 def test_engines_leave_the_callers_modes_as_they_were() -> None:
     # Engines used to reset the modes to "recording, no reduction" whatever they had been.
-    inst = instance("sglang_disagg_v0_5_21")
+    inst = instance("sglang_disagg_v0_5_20")
     doms = tuple(inst.spec.domains)
     with inst.mode(recording=False, choice_reduction=doms[:1]):
         explore(inst, ExploreOptions(max_states=200))
