@@ -77,6 +77,23 @@ def main() -> None:
     app()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ownership.distribution import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version,
+        help="Print the distribution name and version, and exit.",
+    ),
+) -> None:
+    """Model checker for KV-cache page ownership protocols."""
+
 
 
 def _register() -> None:

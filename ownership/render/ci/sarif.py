@@ -15,6 +15,7 @@ from typing import Any
 
 from ownership.core.expectation import DEADLOCK, judge
 from ownership.core.result import CheckResult
+from ownership.distribution import DIST_NAME
 from ownership.errors import Code, SpecWarning
 from ownership.render.ci.records import Location, Mode, SpecRun
 from ownership.render.ci.shared import _kind, _tool_version, _violating_event
@@ -25,34 +26,64 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 
 
-def _artifact(file: str, root: Path) -> dict[str, Any]:
-    """An artifactLocation: relative to ``%SRCROOT%`` when under ``root``, else an absolute file URI."""
+PACKAGE_DIRS = frozenset({"site-packages", "dist-packages"})
+"""Folders of installed packages: code there is never the repository's, even under the root."""
+
+
+def _artifact(file: str, root: Path) -> dict[str, Any] | None:
+    """An artifactLocation relative to ``%SRCROOT%``, or ``None`` for a file that is not the repository's.
+
+    Code scanning resolves every URI against the repository, so a file outside
+    ``root``, or inside an installed package (a ``.venv`` under the root
+    included), has no location there: absolute or site-packages paths are
+    rejected or annotate nothing.
+    """
     p = Path(file).resolve()
     try:
         rel = p.relative_to(root)
     except ValueError:
-        return {"uri": p.as_uri()}
+        return None
+    if PACKAGE_DIRS.intersection(rel.parts):
+        return None
     return {"uri": urllib.parse.quote(rel.as_posix()), "uriBaseId": SRCROOT}
 
 
 def _physical(loc: Location, root: Path) -> dict[str, Any] | None:
     if loc.file is None:
         return None
-    phys: dict[str, Any] = {"artifactLocation": _artifact(loc.file, root)}
+    artifact = _artifact(loc.file, root)
+    if artifact is None:
+        return None
+    phys: dict[str, Any] = {"artifactLocation": artifact}
     if loc.line is not None and loc.line >= 1:
         phys["region"] = {"startLine": loc.line}
     return phys
 
 
-def _rule(name: str, doc: str, level: str = "error") -> dict[str, Any]:
+HELP_URI = f"https://pypi.org/project/{DIST_NAME}/"
+"""Where a rule's ``helpUri`` points: the project's page (its README: specs, verdicts, replaying traces)."""
+
+_INVARIANT_HELP = (
+    "The model checker found an execution of the spec's actions that breaks this invariant. The result's "
+    "code flow is that execution, step by step, located at each action's definition; its last step is where "
+    "the invariant breaks. Replay it with `ownership replay <trace.json>` (the message names the file) and fix "
+    "the protocol, or the spec if it models the code wrongly."
+)
+
+
+def _rule(name: str, doc: str, level: str = "error", *, invariant: bool = True) -> dict[str, Any]:
     if name == DEADLOCK:
         doc = "Requests are pending and no action can run."
     first = doc.splitlines()[0] if doc else f"Invariant {name} holds in every reachable state."
+    full = " ".join((doc or first).split())
+    help_text = f"{full}\n\n{_INVARIANT_HELP}" if invariant else full
+    help_md = f"**{name}**: {full}\n\n{_INVARIANT_HELP}" if invariant else f"**{name}**: {full}"
     return {
-        "id": name,
-        "name": name,
+        "id": name,  # no "name": SARIF asks that a name equal to the id be omitted
         "shortDescription": {"text": first},
-        "fullDescription": {"text": doc or first},
+        "fullDescription": {"text": full},
+        "help": {"text": help_text, "markdown": help_md},
+        "helpUri": HELP_URI,
         "defaultConfiguration": {"level": level},
         "properties": {"tags": ["ownership", "model-checking"]},
     }
@@ -89,9 +120,9 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
     notifications: list[dict[str, Any]] = []
     sampled: list[dict[str, Any]] = []
 
-    def rule_index(name: str, doc: str, level: str = "error") -> int:
+    def rule_index(name: str, doc: str, level: str = "error", *, invariant: bool = True) -> int:
         if name not in rules:
-            rules[name] = _rule(name, doc, level)
+            rules[name] = _rule(name, doc, level, invariant=invariant)
         return list(rules).index(name)
 
     for run in runs:
@@ -120,7 +151,8 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
         if run.mode == "test" and run.expect is not None:
             verdict = judge(run.expect, result)
             if not verdict.ok and (result.violated is None or verdict.reason):
-                idx = rule_index(EXPECTATION_RULE, "A spec's declared verdict (expect=) is what the check finds.")
+                idx = rule_index(EXPECTATION_RULE, "A spec's declared verdict (expect=) is what the check finds.",
+                                 invariant=False)
                 text = f"{run.spec}: expected {verdict.expected}, got {verdict.got}"
                 text += f" ({verdict.reason})" if verdict.reason else f" ({result.coverage()})"
                 entry: dict[str, Any] = {
@@ -145,6 +177,7 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
     }
     driver: dict[str, Any] = {
         "name": "ownership",
+        "informationUri": HELP_URI,
         "version": _tool_version(),
         "semanticVersion": _tool_version(),
         "rules": list(rules.values()),
@@ -167,7 +200,7 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
 def _warning_result(run: SpecRun, result: CheckResult, w: SpecWarning, base: Path, rule_index: Any) -> dict[str, Any]:
     """A SARIF result of level ``warning`` for a vacuity warning, at the line it names."""
     rule, doc = WARNING_RULES.get(w.code, ("spec-warning", "A spec raises no warnings."))
-    idx = rule_index(rule, doc, level="warning")
+    idx = rule_index(rule, doc, level="warning", invariant=False)
     entry: dict[str, Any] = {
         "ruleId": rule,
         "ruleIndex": idx,
@@ -217,6 +250,8 @@ def _violation_result(run: SpecRun, result: CheckResult, base: Path, expected: b
     }
     loc = run.violation_location
     phys = _physical(loc, base) if loc is not None else None
+    if phys is None:  # the action is library code (or outside the repository): annotate the spec instead
+        phys = _physical(run.spec_location, base)
     if phys is not None:
         location: dict[str, Any] = {"physicalLocation": phys}
         if trace is not None and trace.steps:
@@ -227,8 +262,13 @@ def _violation_result(run: SpecRun, result: CheckResult, base: Path, expected: b
         entry["locations"] = [location]
     inv_loc = run.invariants.get(bad)
     inv_phys = _physical(inv_loc, base) if inv_loc is not None else None
+    related = f"invariant {bad}"
+    if inv_phys is None and inv_loc is not None and inv_loc.file is not None:
+        # A library invariant (installed package): the spec that uses it stands in for its definition.
+        inv_phys = _physical(run.spec_location, base)
+        related += f" (defined in the ownership library, {Path(inv_loc.file).name})"
     if inv_phys is not None:
-        entry["relatedLocations"] = [{"id": 1, "physicalLocation": inv_phys, "message": {"text": f"invariant {bad}"}}]
+        entry["relatedLocations"] = [{"id": 1, "physicalLocation": inv_phys, "message": {"text": related}}]
     if trace is not None and trace.steps:
         flow_locations = []
         for i, step in enumerate(trace.steps, start=1):

@@ -34,14 +34,9 @@ def _violating_event(result: CheckResult) -> str | None:
 
 
 def _tool_version() -> str:
-    try:
-        from importlib.metadata import version
+    from ownership.distribution import version
 
-        return version("ownership")
-    except Exception:  # noqa: BLE001 - running from a source tree that is not installed
-        from ownership import __version__
-
-        return __version__
+    return version()
 
 
 def _warning_text(w: SpecWarning) -> str:
