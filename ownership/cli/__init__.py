@@ -81,12 +81,12 @@ def main() -> None:
 
 def _register() -> None:
     """The commands, in the order ``--help`` lists them."""
-    from ownership.cli import checking, tools
+    from ownership.cli import checking, preflight, tools
 
     for name, command in (
         ("check", checking.check), ("report", checking.report), ("list", tools.list_specs), ("mbt", tools.mbt),
         ("replay", tools.replay), ("render", tools.render), ("test", checking.test_specs), ("graph", tools.graph),
-        ("prove", checking.prove), ("mutate", tools.mutate),
+        ("prove", checking.prove), ("mutate", tools.mutate), ("preflight", preflight.preflight),
     ):
         app.command(name)(command)
 
