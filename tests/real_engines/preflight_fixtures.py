@@ -96,8 +96,8 @@ def _functions(source: str, helpers: str, *names: str) -> dict[str, Any]:
 
 
 def message(line: str) -> str:
-    """A log line without its ``[timestamp TP0] `` prefix (what the tests compare)."""
-    return line.split("] ", 1)[1] if line.startswith("[") else line
+    """A log line without its timestamp and source prefix, up to ``] `` (what the tests compare)."""
+    return line.split("] ", 1)[1] if "] " in line else line
 
 
 def server_args(role: str) -> Any:
@@ -159,17 +159,14 @@ def vllm_files() -> dict[str, str]:
     from vllm.v1.engine import core
 
     def fmt(source: str, needle: str) -> str:
+        """The %-format string literal containing ``needle`` (adjacent literals are one constant)."""
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and needle in node.value:
                 return node.value
-            if isinstance(node, ast.JoinedStr) is False and isinstance(node, ast.BinOp):
-                continue
         raise LookupError(needle)
 
     init = fmt(Path(core.__file__).read_text(), "Initializing a V1 LLM engine")
-    kv_src = Path(kv_cache_utils.__file__).read_text()
-    kv = next(ast.literal_eval(ast.unparse(n)) for n in ast.walk(ast.parse(kv_src))
-              if isinstance(n, ast.BinOp) and "KV cache size" in ast.unparse(n))
+    kv = fmt(Path(kv_cache_utils.__file__).read_text(), "KV cache size")
     ns = SimpleNamespace
     model = ns(model=MODEL, tokenizer=MODEL, skip_tokenizer_init=False, tokenizer_mode="auto", revision=None,
                tokenizer_revision=None, trust_remote_code=True, dtype="torch.bfloat16", max_model_len=CONTEXT,
@@ -182,9 +179,15 @@ def vllm_files() -> dict[str, str]:
              device_config=ns(device="cuda"), structured_outputs_config=None, observability_config=None,
              scheduler_config=ns(enable_chunked_prefill=True), compilation_config=None, kernel_config=None)
     config_text = VllmConfig.__str__(cfg)  # type: ignore[arg-type]
-    pool = POOLS["prefill"]
-    lines = [init % (vllm.__version__, config_text),
-             kv % ("GPU", f"{pool:,}", f"{CONTEXT:,}", pool / CONTEXT)]
+    pool = POOLS["decode"]  # a pool that holds one max_model_len request: vLLM refuses to start otherwise
+    from vllm.logger import _configure_vllm_root_logger, init_logger
+
+    _configure_vllm_root_logger()  # the default configuration (VLLM_CONFIGURE_LOGGING=1), as the server sets it
+    stream = io.StringIO()
+    logging.getLogger("vllm").handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    init_logger("vllm.v1.engine.core").info(init, vllm.__version__, config_text)
+    init_logger("vllm.v1.core.kv_cache_utils").info(kv, "GPU", f"{pool:,}", f"{CONTEXT:,}", pool / CONTEXT)
+    lines = stream.getvalue().splitlines()
     return {"tests/data/preflight/vllm-node.log": "\n".join(lines) + "\n"}
 
 
