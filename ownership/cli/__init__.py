@@ -2,7 +2,8 @@
 
 Exit codes (every command): 0 no violation within the stated bounds, 1 a
 violation (or, for ``replay``, a trace that does not replay), 2 usage or spec
-error, 3 inconclusive, 4 internal error.  Errors are one line:
+error, 3 inconclusive, 4 internal error; ``preflight`` adds 5 NOT COVERED and 6
+for a deployment file it cannot use.  Errors are one line:
 ``error[OWN0xx]: file:line: message``.
 
 The commands parse their flags and print; the work is the session's

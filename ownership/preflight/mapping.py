@@ -113,15 +113,17 @@ def spec_params(lp: int, ld: int, real_page_size: int, max_pages: int = MAX_PAGE
 
 
 def context_to_close(prefill: NodeConfig, decode: NodeConfig) -> int | None:
-    """The largest ``--context-length`` (at most the current one) at which no prompt is rejected by prefill and admitted by decode.
+    """The largest ``--context-length`` (at most the current one) at which both nodes admit the same prompts.
 
-    Both limits grow with the context length and the gap ``[Lp, Ld)`` is
-    empty once ``Lp >= Ld``; None when even a context of 2 tokens leaves it open.
+    The spec's unsafe prompts lie between the two limits (rejected by one node,
+    admitted by the other); that gap is empty exactly when the limits are
+    equal, which holds once the context is at most the smaller pool, and
+    stays so below.  None when no context of at least 2 tokens closes it.
     """
     lo, hi = 2, min(prefill.context_len, decode.context_len)
 
     def closed(c: int) -> bool:
-        return Limit.of(prefill, c).tokens >= Limit.of(decode, c).tokens
+        return Limit.of(prefill, c).tokens == Limit.of(decode, c).tokens
 
     if closed(hi):
         return hi

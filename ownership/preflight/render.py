@@ -56,14 +56,19 @@ def text(r: Preflight) -> list[str]:
         out.append(f"  prefill rejects prompts of at least {r.limits[0].how}")
         out.append(f"  decode rejects prompts of at least {r.limits[1].how}")
     if r.status is Status.UNSAFE:
-        if r.leaking is not None:
+        a = r.analysis
+        violated = a.violated if a is not None else None
+        if r.leaking is not None and r.limits is not None:
             lo, hi = r.leaking
-            out.append(f"  leaks: prompts of {lo:,} to {hi:,} tokens: prefill rejects them and sends one placeholder "
-                       "page, decode admits them and reads its other reserved pages, which hold earlier requests' "
-                       "KV (no_foreign_read); the client gets HTTP 200")
-        elif r.analysis is not None and r.analysis.smallest is not None:
-            out.append(f"  leaks: from a prompt of {r.analysis.smallest:,} tokens (the region has no one-line "
-                       "description in the spec's formulas)")
+            if lo == r.limits[0].tokens:
+                how = ("prefill rejects them and sends one placeholder page, decode admits them and reads its other "
+                       "reserved pages, which hold earlier requests' KV; the client gets HTTP 200")
+            else:
+                how = ("decode rejects them and reserves one page, prefill admits them and sends every page: the "
+                       "transfer writes decode pages the request does not own")
+            out.append(f"  unsafe: prompts of {lo:,} to {hi:,} tokens ({violated}): {how}")
+        elif a is not None:
+            out.append(f"  unsafe ({violated}) for some prompt lengths: {a.region or 'see the reproduce command'}")
         if r.formula:
             out.append(f"  formula ({r.spec}): unsafe exactly when {r.formula}")
     if r.release is not None:
@@ -117,6 +122,6 @@ def document(r: Preflight) -> dict[str, Any]:
         "spec_params": None if r.mapped is None else dict(r.mapped.params),
         "covered": None if a is None else {"engine": "explore", "free": ["prompt_tokens"], "verdict": a.verdict,
                                            "states": a.states, "transitions": a.transitions,
-                                           "seconds": round(a.seconds, 3), "smallest_leaking_prompt": a.smallest},
+                                           "seconds": round(a.seconds, 3), "violated": a.violated},
         "reproduce": [x for x in (None if a is None else a.reproduce, reproduce_preflight(r)) if x],
     }
