@@ -24,9 +24,9 @@ same prompt lengths on each node.  What page counts decide is whether a
 prompt that prefill replaced with the placeholder (one page sent) but decode
 admitted makes decode reserve a page the transfer never writes: that needs
 ``ceil(L / page_size) >= 2``.  Every such ``L`` is at least ``min(Lp, Ld)``;
-at the real page size (64 in practice, and any page size below ``min(Lp,
-Ld)``) that holds, and the scaled page size ``S`` is chosen below ``min(Lp,
-Ld)`` so it holds for the same lengths.  A prompt admitted by both nodes
+at a real page size below ``min(Lp, Ld)`` (64 against limits of hundreds of
+thousands in practice) that holds, and the scaled page size ``S`` is chosen
+below ``min(Lp, Ld)`` so it holds for the same lengths.  A prompt admitted by both nodes
 writes every page it reserves at any page size.  Each pool still holds one
 prompt of any length its node admits (its tokens exceed its limit), which is
 all the leaking interleaving needs (the earlier request finishes before the
@@ -36,7 +36,10 @@ pages fit in a pool *at once*; the spec's verdict does not turn on it, and
 the scaled verdict and leaking range equal the unscaled ones.
 
 ``S`` is the real page size when that keeps every pool within
-:data:`MAX_PAGES` pages, else ``min(ceil(max pool / MAX_PAGES), min(Lp, Ld) - 1)``.
+:data:`MAX_PAGES` pages or when the real page size is not below both limits
+(then it decides by itself which rejected prompts span two pages: at page
+size 4 and ``Lp = 4`` a 4-token prompt fits one page and does not leak),
+else ``min(ceil(max pool / MAX_PAGES), min(Lp, Ld) - 1)``.
 """
 
 from __future__ import annotations
@@ -90,11 +93,17 @@ class Mapped:
 
 
 def scaled_page_size(real: int, lp: int, ld: int, max_pages: int = MAX_PAGES) -> int:
-    """The page size of the checked instance (see the module docstring for why it may differ from ``real``)."""
+    """The page size of the checked instance (see the module docstring for why it may differ from ``real``).
+
+    Scaled only when the real page size is below both limits: then every
+    prompt either node rejects spans at least two pages at both sizes.  A
+    real page at least as large as a limit decides by itself which prompts
+    span two pages, so it is kept, however many pages that makes.
+    """
     largest = max(lp, ld) + 1
-    if -(-largest // real) <= max_pages:
+    if -(-largest // real) <= max_pages or real >= min(lp, ld):
         return real
-    return max(1, min(-(-largest // max_pages), min(lp, ld) - 1))
+    return max(real, min(-(-largest // max_pages), min(lp, ld) - 1))
 
 
 def spec_params(lp: int, ld: int, real_page_size: int, max_pages: int = MAX_PAGES) -> Mapped:

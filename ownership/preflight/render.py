@@ -69,7 +69,7 @@ def text(r: Preflight) -> list[str]:
             out.append(f"  unsafe: prompts of {lo:,} to {hi:,} tokens ({violated}): {how}")
         elif a is not None:
             out.append(f"  unsafe ({violated}) for some prompt lengths: {a.region or 'see the reproduce command'}")
-        if r.formula:
+        if r.formula and r.leaking is not None:
             out.append(f"  formula ({r.spec}): unsafe exactly when {r.formula}")
     if r.release is not None:
         state = "affected" if r.release.vulnerable else "fixed"
