@@ -15,8 +15,7 @@ import pytest
 
 from conftest import ROOT
 from ownership.errors import Code, OwnershipError
-from ownership.preflight import Status, deployment, evaluate, read_node
-from ownership.preflight import releases
+from ownership.preflight import Status, deployment, evaluate, read_node, releases
 from ownership.preflight.mapping import Limit, context_to_close, scaled_page_size, spec_params
 from ownership.preflight.verdict import SPECS, _leaking, analyse
 
@@ -61,7 +60,7 @@ def test_finds_the_lines_in_a_whole_log(tmp_path: Path) -> None:
     assert node.lines["max_total_num_tokens"] == 4
 
 
-def test_reads_the_older_ServerArgs_repr(tmp_path: Path) -> None:
+def test_reads_the_older_server_args_repr(tmp_path: Path) -> None:
     sched = (DATA / "incident-decode.log").read_text().splitlines()[1]
     path = tmp_path / "old.log"
     path.write_text("[2025-11-01 10:00:00] server_args=ServerArgs(model_path='m', context_length=None, page_size=64, "
