@@ -84,7 +84,7 @@ def text(r: Preflight) -> list[str]:
             out.append(f"  remedy: or restart both nodes with --context-length {r.context_length}{checked}")
     elif r.status is Status.SAFE and r.release is not None and r.release.vulnerable:
         out.append("  note: this release has the leak, but at these numbers no prompt is rejected by prefill and "
-                   "admitted by decode; keep --context-length at most the prefill pool after every change")
+                   "admitted by decode; keep --context-length at most the smaller pool after every change")
     if r.analysis is not None:
         out.append(f"  covered: {_covered(r.analysis, r)}")
         out.append(f"  reproduce: {r.analysis.reproduce}")
