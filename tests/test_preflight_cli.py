@@ -114,3 +114,33 @@ def test_server_info_of_0_5_23_is_safe_exit_0(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("SAFE  sglang 0.5.23 prefill/decode disaggregation")
     assert "version 0.5.23 from" in res.stdout and "spec specs/sglang_disagg_v0_5_21.py" in res.stdout
+
+
+def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The report's parts and the gate's status for a violated analysis (the real analysis: the slow tests above)."""
+    from ownership.preflight import verdict
+
+    calls: list[dict[str, int]] = []
+
+    def fake(spec_path: Path, mapped, max_seconds):  # noqa: ANN001, ANN202 - stands in for analyse
+        calls.append(dict(mapped.params))
+        p = mapped.params
+        derived = {"prefill_max_req_input_len": min(p["context_len"] - 1, p["prefill_pool_tokens"] - 1),
+                   "decode_max_req_input_len": min(p["context_len"] - 1, p["decode_pool_tokens"] - 1)}
+        closed = derived["prefill_max_req_input_len"] == derived["decode_max_req_input_len"]
+        region = None if closed else ("unsafe exactly when prompt_tokens >= prefill_max_req_input_len and "
+                                      "prompt_tokens < decode_max_req_input_len (...)")
+        return verdict.Analysis("PROVED" if closed else "VIOLATED", 7, 9, 0.1, region, "ownership check x", derived,
+                                None if closed else "no_foreign_read")
+
+    monkeypatch.setattr(verdict, "analyse", fake)
+    out = tmp_path / "r.json"
+    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.11", "--json", str(out))
+    assert res.exit_code == 1, res.output
+    assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read)" in res.stdout
+    assert "(checked: SAFE at that length, 0.1s)" in res.stdout
+    assert "release: SGLang 0.5.0 to 0.5.20 (affected" in res.stdout
+    # the remedy was checked at the lowered context: both limits equal there
+    assert calls[1]["prefill_pool_tokens"] == calls[1]["decode_pool_tokens"] == 681_275
+    doc = json.loads(out.read_text())
+    assert doc["leaking_prompt_tokens"] == {"min": 681_274, "max": 1_048_569} and doc["exit_code"] == 1
