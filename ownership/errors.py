@@ -24,6 +24,8 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     INCONCLUSIVE = 3
     INTERNAL = 4
+    NOT_COVERED = 5  # preflight: no library spec models this deployment, so it is neither SAFE nor UNSAFE
+    BAD_DEPLOYMENT = 6  # preflight: a deployment file is unreadable, incomplete or contradicts itself
 
 
 class Code(enum.Enum):
@@ -66,6 +68,10 @@ class Code(enum.Enum):
     ALLOC_EXCEEDS_POOL = (72, "an allocation asks for more pages than the pool has")
     NOTHING_ENABLED = (73, "no action is enabled in the initial state")
     BAD_MAY_BE_DEAD = (74, "a may_be_dead declaration is malformed")
+    PREFLIGHT_UNREADABLE = (75, "a deployment file cannot be read")
+    PREFLIGHT_MISSING = (76, "a deployment file lacks the configuration preflight reads")
+    PREFLIGHT_CONTRADICTORY = (77, "deployment files contradict each other or themselves")
+    PREFLIGHT_VERSION = (78, "the engine version is unknown or unreadable")
     MUTATE_BASELINE = (80, "the unmutated spec does not have its expected verdict")
     MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
     MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
@@ -97,6 +103,9 @@ _EXIT_FOR_CODE: dict[Code, ExitCode] = {
     Code.ENGINE_DISAGREEMENT: ExitCode.INTERNAL,
     Code.INTERNAL_REPLAY: ExitCode.INTERNAL,
     Code.REPLAY_DIVERGED: ExitCode.VIOLATION,
+    Code.PREFLIGHT_UNREADABLE: ExitCode.BAD_DEPLOYMENT,
+    Code.PREFLIGHT_MISSING: ExitCode.BAD_DEPLOYMENT,
+    Code.PREFLIGHT_CONTRADICTORY: ExitCode.BAD_DEPLOYMENT,
 }
 
 

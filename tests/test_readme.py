@@ -69,3 +69,51 @@ def test_readme_adapter_runs_and_catches_a_seeded_bug(tmp_path: Path) -> None:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("allocator", None)
         sys.modules.pop("readme_adapter", None)
+
+
+def _readme_command(start: str) -> list[str]:
+    """The README's shell command starting with ``start``, as argv (continuation lines joined)."""
+    import shlex
+
+    for block in re.findall(r"```sh\n(.*?)```", README, re.S):
+        text = block.replace("\\\n", " ")
+        for line in text.splitlines():
+            if line.startswith(start):
+                return shlex.split(line)[1:]
+    raise AssertionError(f"no command starting {start!r} in README.md")
+
+
+def _as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a scratch folder that sees the checkout's specs/ and examples/ (so nothing is written into it)."""
+    for name in ("specs", "examples"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_readme_preflight_command_names_committed_files() -> None:
+    argv = _readme_command("ownership preflight")
+    for flag in ("--prefill", "--decode"):
+        assert (ROOT / argv[argv.index(flag) + 1]).is_file()
+
+
+@pytest.mark.slow
+def test_readme_preflight_command_works_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _as_written(tmp_path, monkeypatch)
+    res = CliRunner().invoke(app, _readme_command("ownership preflight"))
+    assert res.exit_code == 1, res.output
+    shown = README.split("## Before you deploy", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    for line in shown.splitlines():
+        if line.strip() != "..." and not line.endswith("...)"):
+            assert line in res.stdout.splitlines(), line
+    assert "remedy: or restart both nodes with --context-length 681280 (checked: SAFE at that length" in res.stdout
+
+
+@pytest.mark.slow
+def test_readme_pool_versus_context_command_works_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _as_written(tmp_path, monkeypatch)
+    argv = _readme_command("ownership check specs/sglang_disagg_v0_5_20.py --free prefill_pool_tokens")
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 1, res.output
+    assert "cases by domain size" in res.stdout
+    assert ("unsafe exactly when prompt_tokens >= prefill_max_req_input_len and prompt_tokens < "
+            "decode_max_req_input_len") in res.stdout

@@ -2,7 +2,8 @@
 
 Exit codes (every command): 0 no violation within the stated bounds, 1 a
 violation (or, for ``replay``, a trace that does not replay), 2 usage or spec
-error, 3 inconclusive, 4 internal error.  Errors are one line:
+error, 3 inconclusive, 4 internal error; ``preflight`` adds 5 NOT COVERED and 6
+for a deployment file it cannot use.  Errors are one line:
 ``error[OWN0xx]: file:line: message``.
 
 The commands parse their flags and print; the work is the session's
@@ -98,12 +99,12 @@ def _options(
 
 def _register() -> None:
     """The commands, in the order ``--help`` lists them."""
-    from ownership.cli import checking, tools
+    from ownership.cli import checking, preflight, tools
 
     for name, command in (
         ("check", checking.check), ("report", checking.report), ("list", tools.list_specs), ("mbt", tools.mbt),
         ("replay", tools.replay), ("render", tools.render), ("test", checking.test_specs), ("graph", tools.graph),
-        ("prove", checking.prove), ("mutate", tools.mutate),
+        ("prove", checking.prove), ("mutate", tools.mutate), ("preflight", preflight.preflight),
     ):
         app.command(name)(command)
 

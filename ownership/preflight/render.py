@@ -1,0 +1,127 @@
+"""The preflight report: the terminal text and the JSON a deploy pipeline reads."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ownership.preflight import releases
+from ownership.preflight.verdict import Analysis, Preflight, Status
+
+#: Version of the JSON document's shape; bump when a field changes meaning.
+SCHEMA_VERSION = 1
+
+
+def _nodes(r: Preflight) -> list[tuple[str, Any]]:
+    d = r.deployment
+    return [("prefill", d.prefill), ("decode", d.decode)] if d.decode is not None else [("node", d.prefill)]
+
+
+def reproduce_preflight(r: Preflight) -> str:
+    """The ``ownership preflight`` command that gives this report."""
+    d = r.deployment
+    flags = ([f"--prefill {shlex.quote(d.prefill.file)}", f"--decode {shlex.quote(d.decode.file)}"]
+             if d.decode is not None else [f"--node {shlex.quote(d.prefill.file)}"])
+    if d.version_from == "--version":
+        flags.append(f"--version {d.version}")
+    return "ownership preflight " + " ".join(flags)
+
+
+def _covered(a: Analysis, r: Preflight) -> str:
+    m = r.mapped
+    assert m is not None
+    pages = m.pages
+    scale = (f"page size {m.real_page_size:,} scaled to {m.page_size:,}" if m.page_size != m.real_page_size
+             else f"page size {m.page_size:,}")
+    return (f"{a.states:,} distinct states, {a.transitions:,} transitions (explore, prompt_tokens symbolic: every "
+            f"prompt length up to the context at once; {scale}: prefill {pages[0]} pages, decode {pages[1]} pages), "
+            f"{a.seconds:.1f}s")
+
+
+def text(r: Preflight) -> list[str]:
+    """The report as lines: the verdict first, then why, the remedy, what was covered and how to reproduce it."""
+    d = r.deployment
+    engine = d.prefill.engine
+    head = f"{r.status.name.replace('_', ' ')}  {engine} {d.version or '(version unknown)'}"
+    head += " prefill/decode disaggregation" if d.decode is not None and d.prefill.role != "null" else ""
+    out = [head]
+    for name, node in _nodes(r):
+        page = f", page_size {node.page_size}" if node.page_size is not None else ""
+        out.append(f"  {name}: {node.file}: context {node.context_len:,} tokens, KV pool {node.pool_tokens:,} "
+                   f"tokens{page}")
+    out.append(f"  version {d.version} from {d.version_from}" if d.version else "  version not given")
+    out += [f"  not covered: {why}" for why in r.reasons if r.status is Status.NOT_COVERED]
+    out += [f"  {why}" for why in r.reasons if r.status is not Status.NOT_COVERED]
+    if r.limits is not None:
+        out.append(f"  prefill rejects prompts of at least {r.limits[0].how}")
+        out.append(f"  decode rejects prompts of at least {r.limits[1].how}")
+    if r.status is Status.UNSAFE:
+        a = r.analysis
+        violated = a.violated if a is not None else None
+        if r.leaking is not None and r.limits is not None:
+            lo, hi = r.leaking
+            if lo == r.limits[0].tokens:
+                how = ("prefill rejects them and sends one placeholder page, decode admits them and reads its other "
+                       "reserved pages, which hold earlier requests' KV; the client gets HTTP 200")
+            else:
+                how = ("decode rejects them and reserves one page, prefill admits them and sends every page: the "
+                       "transfer writes decode pages the request does not own")
+            out.append(f"  unsafe: prompts of {lo:,} to {hi:,} tokens ({violated}): {how}")
+        elif a is not None:
+            out.append(f"  unsafe ({violated}) for some prompt lengths: {a.region or 'see the reproduce command'}")
+        if r.formula and r.leaking is not None:
+            out.append(f"  formula ({r.spec}): unsafe exactly when {r.formula}")
+    if r.release is not None:
+        state = "affected" if r.release.vulnerable else "fixed"
+        out.append(f"  release: {releases.describe(r.release)} ({state}: {r.release.evidence}); spec specs/{r.spec}")
+    if r.status is Status.UNSAFE:
+        out.append(f"  remedy: upgrade both nodes to SGLang >= {releases.SGLANG_FIXED_IN}")
+        if r.context_length is not None:
+            checked = ""
+            if r.remedy_checked is not None:
+                word = {"PROVED": "SAFE", "VIOLATED": "still UNSAFE"}.get(r.remedy_checked.verdict, "UNKNOWN")
+                checked = f" (checked: {word} at that length, {r.remedy_checked.seconds:.1f}s)"
+            out.append(f"  remedy: or restart both nodes with --context-length {r.context_length}{checked}")
+    elif r.status is Status.SAFE and r.release is not None and r.release.vulnerable:
+        out.append("  note: this release has the leak, but at these numbers no prompt is rejected by prefill and "
+                   "admitted by decode; keep --context-length at most the smaller pool after every change")
+    if r.analysis is not None:
+        out.append(f"  covered: {_covered(r.analysis, r)}")
+        out.append(f"  reproduce: {r.analysis.reproduce}")
+    out.append(f"  reproduce: {reproduce_preflight(r)}")
+    return out
+
+
+def document(r: Preflight) -> dict[str, Any]:
+    """The report as the ``--json`` document (``format: ownership-preflight``)."""
+    d = r.deployment
+    a = r.analysis
+    remedy: dict[str, Any] | None = None
+    if r.status is Status.UNSAFE:
+        remedy = {"upgrade_to": releases.SGLANG_FIXED_IN, "context_length": r.context_length,
+                  "context_length_checked": None if r.remedy_checked is None else r.remedy_checked.verdict}
+    return {
+        "format": "ownership-preflight",
+        "version": SCHEMA_VERSION,
+        "verdict": r.status.name,
+        "exit_code": int(r.status.value),
+        "engine": d.prefill.engine,
+        "engine_version": d.version,
+        "engine_version_from": d.version_from,
+        "nodes": {name: {"file": n.file, "role": n.role, "context_len": n.context_len, "pool_tokens": n.pool_tokens,
+                         "page_size": n.page_size, "max_req_input_len": n.max_req_input_len,
+                         "transfer_backend": n.transfer_backend} for name, n in _nodes(r)},
+        "reasons": list(r.reasons),
+        "spec": None if r.spec is None else f"specs/{r.spec}",
+        "release": None if r.release is None else {"covers": releases.describe(r.release),
+                                                   "vulnerable": r.release.vulnerable, "evidence": r.release.evidence},
+        "limits": None if r.limits is None else {"prefill": r.limits[0].tokens, "decode": r.limits[1].tokens},
+        "leaking_prompt_tokens": None if r.leaking is None else {"min": r.leaking[0], "max": r.leaking[1]},
+        "formula": r.formula,
+        "remedy": remedy,
+        "spec_params": None if r.mapped is None else dict(r.mapped.params),
+        "covered": None if a is None else {"engine": "explore", "free": ["prompt_tokens"], "verdict": a.verdict,
+                                           "states": a.states, "transitions": a.transitions,
+                                           "seconds": round(a.seconds, 3), "violated": a.violated},
+        "reproduce": [x for x in (None if a is None else a.reproduce, reproduce_preflight(r)) if x],
+    }

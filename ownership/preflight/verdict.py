@@ -1,0 +1,242 @@
+"""The preflight verdict: which spec covers the deployment, the free-parameter analysis at its numbers, the remedy.
+
+:func:`evaluate` maps a deployment onto the library spec for its release
+(:mod:`.releases`), scales the page size (:mod:`.mapping`), and runs the
+explorer with ``prompt_tokens`` symbolic (``check --free prompt_tokens
+--minimize prompt_tokens``), so one run covers every prompt length.  SAFE
+only when that run exhausts the instance; a deployment no spec models is
+NOT COVERED with the reason, never SAFE.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ownership.errors import Code, ExitCode, OwnershipError
+from ownership.preflight import releases
+from ownership.preflight.mapping import Limit, Mapped, context_to_close, spec_params
+from ownership.preflight.readers import NodeConfig
+
+SPECS = Path(__file__).resolve().parents[2] / "specs"
+_ATOM = re.compile(r"prompt_tokens (>=|<) (\w+)")
+
+
+class Status(enum.Enum):
+    """The verdict line and the exit status a deploy gate reads."""
+
+    SAFE = ExitCode.OK
+    UNSAFE = ExitCode.VIOLATION
+    UNKNOWN = ExitCode.INCONCLUSIVE
+    NOT_COVERED = ExitCode.NOT_COVERED
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The nodes read, and the engine version with where it came from."""
+
+    prefill: NodeConfig
+    decode: NodeConfig | None
+    version: str | None
+    version_from: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One run of the explorer at a deployment's numbers."""
+
+    verdict: str
+    states: int
+    transitions: int
+    seconds: float
+    region: str | None
+    reproduce: str
+    derived: dict[str, int] = field(default_factory=dict)
+    violated: str | None = None
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """Everything the report says; :mod:`.render` prints it as text or JSON."""
+
+    status: Status
+    deployment: Deployment
+    reasons: tuple[str, ...] = ()
+    spec: str | None = None
+    release: releases.Release | None = None
+    limits: tuple[Limit, Limit] | None = None
+    mapped: Mapped | None = None
+    analysis: Analysis | None = None
+    leaking: tuple[int, int] | None = None
+    formula: str | None = None
+    context_length: int | None = None
+    remedy_checked: Analysis | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def deployment(prefill: NodeConfig, decode: NodeConfig | None, version: str | None) -> Deployment:
+    """Check the nodes fit together and settle the version (``--version`` or what the JSON says)."""
+    nodes = [n for n in (prefill, decode) if n is not None]
+    if decode is not None:
+        for node, role in ((prefill, "prefill"), (decode, "decode")):
+            if node.engine == "sglang" and node.role != role:
+                raise OwnershipError(Code.PREFLIGHT_CONTRADICTORY, f"given as the {role} node, but its "
+                                     f"disaggregation_mode is {node.role!r}", node.file, node.lines.get("disaggregation_mode"))
+        if prefill.engine != decode.engine:
+            raise OwnershipError(Code.PREFLIGHT_CONTRADICTORY, f"the prefill node runs {prefill.engine}, the decode "
+                                 f"node {decode.engine}", decode.file)
+    found = {n.version: n for n in nodes if n.version is not None}
+    if len(found) > 1:
+        a, b = list(found.values())[:2]
+        raise OwnershipError(Code.PREFLIGHT_CONTRADICTORY, f"version {b.version} here but {a.version} in {a.file}: "
+                             "both nodes must run one release", b.file, b.lines.get("version") or b.lines.get("vllm_version"))
+    if version is not None:
+        if releases.parse_version(version) is None:
+            raise OwnershipError(Code.PREFLIGHT_VERSION, f"--version {version!r} is not a version such as 0.5.20")
+        for n in found.values():
+            if releases.parse_version(n.version or "") != releases.parse_version(version):
+                raise OwnershipError(Code.PREFLIGHT_CONTRADICTORY, f"the file says version {n.version}, --version "
+                                     f"says {version}", n.file, n.lines.get("version") or n.lines.get("vllm_version"))
+        return Deployment(prefill, decode, version, "--version")
+    if found:
+        n = next(iter(found.values()))
+        if n.version is not None and releases.parse_version(n.version) is None:
+            raise OwnershipError(Code.PREFLIGHT_VERSION, f"version {n.version!r} is not readable", n.file, n.lines.get("version"))
+        return Deployment(prefill, decode, n.version, n.where("version") if "version" in n.lines else n.where("vllm_version"))
+    raise OwnershipError(Code.PREFLIGHT_VERSION, "the startup log does not say which SGLang release runs (only "
+                         "GET /server_info does): pass --version, e.g. --version 0.5.20", prefill.file)
+
+
+def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True) -> Preflight:
+    """The verdict for ``dep``."""
+    p, d = dep.prefill, dep.decode
+    if p.engine == "vllm":
+        return Preflight(Status.NOT_COVERED, dep, reasons=(_vllm_reason(p, d),))
+    if d is None or p.role == "null":
+        return Preflight(Status.NOT_COVERED, dep, reasons=(
+            "a single-node SGLang deployment: the library's specs of the rejected-prompt path model prefill/decode "
+            "disaggregation (pass --prefill and --decode); no spec in the release table covers one node",))
+    reasons = []
+    if p.page_size != d.page_size:
+        reasons.append(f"the nodes use different page sizes ({p.page_size} and {d.page_size}); the spec models one")
+    for node in (p, d):
+        if node.allow_auto_truncate:
+            reasons.append(f"{node.where('allow_auto_truncate')}: allow_auto_truncate is on: over-long prompts are "
+                           "truncated, not rejected, a path the spec does not model")
+        if (node.transfer_backend or "mooncake") != "mooncake":
+            reasons.append(f"{node.where('disaggregation_transfer_backend')}: transfer backend "
+                           f"{node.transfer_backend!r}: the spec models Mooncake's transfer")
+    assert dep.version is not None
+    row = releases.release_for("sglang", releases.parse_version(dep.version) or ())
+    if row is None:
+        reasons.append(f"SGLang {dep.version}: no row of the release table (ownership/preflight/releases.py) covers "
+                       f"it; covered: {', '.join(releases.describe(r) for r in releases.SGLANG_DISAGG)}")
+    if reasons:
+        return Preflight(Status.NOT_COVERED, dep, reasons=tuple(reasons))
+    assert row is not None
+    limits = (Limit.of(p), Limit.of(d))
+    mapped = spec_params(limits[0].tokens, limits[1].tokens, p.page_size or 1)
+    spec_path = SPECS / row.spec
+    analysis = analyse(spec_path, mapped, max_seconds)
+    base = Preflight(Status.SAFE, dep, spec=row.spec, release=row, limits=limits, mapped=mapped, analysis=analysis)
+    if analysis.verdict == "UNKNOWN":
+        return _replace(base, status=Status.UNKNOWN, reasons=("the analysis stopped before it was complete",))
+    if analysis.verdict != "VIOLATED":
+        return base
+    leaking, formula = _leaking(analysis, mapped)
+    n = context_to_close(p, d)
+    checked = None
+    if n is not None and check_remedy:
+        lowered = spec_params(Limit.of(p, n).tokens, Limit.of(d, n).tokens, p.page_size or 1)
+        checked = analyse(spec_path, lowered, max_seconds)
+    return _replace(base, status=Status.UNSAFE, leaking=leaking, formula=formula, context_length=n,
+                    remedy_checked=checked)
+
+
+def _replace(base: Preflight, **changes: object) -> Preflight:
+    import dataclasses
+
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _leaking(analysis: Analysis, mapped: Mapped) -> tuple[tuple[int, int] | None, str | None]:
+    """The leaking prompt lengths from the spec's own description of the region, in real tokens."""
+    region = analysis.region
+    if region is None or not region.startswith("unsafe exactly when "):
+        return None, region
+    head = region.split(" (", 1)[0]  # the condition, before the formulas' definitions
+    atoms = _ATOM.findall(head)
+    values = analysis.derived
+    lows = [values.get(n) for op, n in atoms if op == ">="]
+    highs = [values.get(n) for op, n in atoms if op == "<"]
+    if len(atoms) != 2 or len(lows) != 1 or len(highs) != 1 or head.count(" and ") != 1:
+        return None, region.removeprefix("unsafe exactly when ")
+    lo, hi = lows[0], highs[0]
+    if lo is None or hi is None or lo >= hi:
+        return None, region.removeprefix("unsafe exactly when ")
+    return (lo, hi - 1), region.removeprefix("unsafe exactly when ")
+
+
+def derived_values(spec: object, params: dict[str, int]) -> dict[str, int]:
+    """The spec's ``spec.derived`` formulas evaluated at ``params`` (those that do not need ``prompt_tokens``)."""
+    out: dict[str, int] = {}
+    for d in getattr(spec, "derived_values", {}).values():
+        try:
+            value = eval(d.formula, {"__builtins__": {}, "min": min, "max": max,  # noqa: S307 - the spec's own formula
+                                     "ceil_div": lambda a, b: -(-a // b)}, dict(params))
+        except Exception:  # noqa: BLE001, S112 - a formula over the free parameter: not a limit
+            continue
+        if isinstance(value, int):
+            out[d.name] = value
+    return out
+
+
+def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analysis:
+    """``check SPEC --free prompt_tokens`` at the mapped parameters."""
+    from ownership.core.limits import limited
+    from ownership.core.result import Verdict
+    from ownership.engines.paramexplore import ParamOptions, explore_params
+    from ownership.lang.instance import Instance
+    from ownership.lang.loader import load_spec
+
+    spec = load_spec(spec_path)
+    start = time.perf_counter()
+    # No --minimize: the region's description (proved equivalent by Z3) gives both ends, and
+    # optimising over it costs more than the search (13 s of 24 at the incident's numbers).
+    options = ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= context_len",), max_seconds=max_seconds)
+    inst = Instance(spec, {**mapped.params, "prompt_tokens": 1})
+    try:
+        with limited(max_seconds):
+            result = explore_params(inst, options)
+    except KeyboardInterrupt:
+        return Analysis("UNKNOWN", 0, 0, time.perf_counter() - start, None, reproduce_check(spec_path, mapped))
+    region = next((n for n in result.notes if n.startswith("unsafe ")), None)
+    verdict = "VIOLATED" if result.verdict is Verdict.VIOLATED else (
+        "PROVED" if result.verdict is Verdict.PROVED else "UNKNOWN")
+    return Analysis(verdict, result.stats.states, result.stats.transitions, time.perf_counter() - start,
+                    region, reproduce_check(spec_path, mapped), derived_values(spec, mapped.params), result.violated)
+
+
+def reproduce_check(spec_path: Path, mapped: Mapped) -> str:
+    """The ``ownership check`` command that runs the same analysis."""
+    try:
+        shown = spec_path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = spec_path
+    params = " ".join(f"--param {k}={v}" for k, v in mapped.params.items() if k != "requests")
+    return (f"ownership check {shown} --free prompt_tokens "
+            f"--where 'prompt_tokens <= context_len' {params}")
+
+
+def _vllm_reason(p: NodeConfig, d: NodeConfig | None) -> str:
+    nodes = [n for n in (p, d) if n is not None]
+    fits = all(n.pool_tokens >= n.context_len for n in nodes)
+    pools = "; ".join(f"{n.where('pool_tokens')}: KV cache {n.pool_tokens:,} tokens, max_model_len {n.context_len:,}"
+                      for n in nodes)
+    start = ("vLLM refuses to start when its KV cache cannot hold one max_model_len request (v1/core/"
+             "kv_cache_planning.py check_enough_kv_cache_memory, vLLM 0.33.0), and " +
+             ("this pool holds one" if fits else "yet this log reports a smaller pool"))
+    return (f"no library spec models vLLM's admission of over-long prompts ({pools}); {start}")

@@ -1,0 +1,146 @@
+"""``ownership preflight`` on the command line: exit statuses a deploy gate reads, ``--json``, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from ownership.cli import app
+
+DATA = ROOT / "tests" / "data" / "preflight"
+EXAMPLES = ROOT / "examples" / "preflight"
+PREFILL, DECODE = str(EXAMPLES / "incident-prefill.log"), str(EXAMPLES / "incident-decode.log")
+KEYS = {"format", "version", "verdict", "exit_code", "engine", "engine_version", "engine_version_from", "nodes",
+        "reasons", "spec", "release", "limits", "leaking_prompt_tokens", "formula", "remedy", "spec_params",
+        "covered", "reproduce"}
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["preflight", *args])
+
+
+def one_error(res, code: str, exit_code: int, *needles: str) -> str:
+    assert "Traceback" not in res.output, res.output
+    lines = [ln for ln in res.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error[{code}]: "), res.output
+    assert res.exit_code == exit_code, res.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def test_examples_are_the_committed_fixtures() -> None:
+    for role in ("prefill", "decode"):
+        assert (EXAMPLES / f"incident-{role}.log").read_text() == (DATA / f"incident-{role}.log").read_text()
+
+
+def test_not_covered_exits_5_with_the_reason_and_json(tmp_path: Path) -> None:
+    out = tmp_path / "v.json"
+    res = invoke("--node", str(DATA / "vllm-node.log"), "--json", str(out))
+    assert res.exit_code == 5, res.output
+    assert res.stdout.startswith("NOT COVERED  vllm 0.33.0")
+    assert "not covered: no library spec models vLLM" in res.stdout
+    doc = json.loads(out.read_text())
+    assert set(doc) == KEYS
+    assert (doc["format"], doc["verdict"], doc["exit_code"], doc["covered"]) == ("ownership-preflight", "NOT_COVERED", 5, None)
+
+
+@pytest.mark.parametrize(("args", "code", "status", "needles"), [
+    (["--prefill", "nope.log", "--decode", DECODE], "OWN075", 6, ["nope.log: cannot read"]),
+    (["--prefill", PREFILL, "--decode", PREFILL, "--version", "0.5.20"], "OWN077", 6,
+     ["incident-prefill.log:1: given as the decode node"]),
+    (["--prefill", PREFILL, "--decode", DECODE], "OWN078", 2, ["pass --version"]),
+    (["--prefill", PREFILL, "--decode", DECODE, "--version", "latest"], "OWN078", 2, ["'latest'"]),
+    (["--prefill", PREFILL], "OWN013", 2, ["--decode FILE"]),
+    (["--node", PREFILL, "--prefill", PREFILL], "OWN013", 2, ["--node is for a single node"]),
+    (["--node", str(DATA / "vllm-node.log"), "--engine", "sglang"], "OWN077", 6, ["this is a vllm log"]),
+    (["--node", PREFILL, "--max-seconds", "0"], "OWN015", 2, ["--max-seconds"]),
+])
+def test_bad_input_is_one_located_line(args: list[str], code: str, status: int, needles: list[str]) -> None:
+    one_error(invoke(*args), code, status, *needles)
+
+
+def test_a_corrupt_json_names_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "info.json"
+    bad.write_text('{\n "page_size": 64,\n "max_total_num_tokens": ]\n}\n')
+    one_error(invoke("--node", str(bad)), "OWN076", 6, f"{bad}:3: not JSON")
+
+
+def test_unwritable_json_is_refused_before_reading(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    one_error(invoke("--node", "nope.log", "--json", str(tmp_path / "afile" / "r.json")), "OWN014", 2, "--json")
+
+
+@pytest.mark.slow
+def test_incident_unsafe_exit_1_text_and_json(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.20", "--json", str(out))
+    assert res.exit_code == 1, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0] == "UNSAFE  sglang 0.5.20 prefill/decode disaggregation"
+    assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read): prefill rejects them" in res.stdout
+    assert "  remedy: upgrade both nodes to SGLang >= 0.5.21" in lines
+    assert any(ln.startswith("  remedy: or restart both nodes with --context-length 681280 (checked: SAFE") for ln in lines)
+    assert any(ln.startswith("  reproduce: ownership check ") for ln in lines)
+    doc = json.loads(out.read_text())
+    assert set(doc) == KEYS
+    assert (doc["verdict"], doc["exit_code"], doc["leaking_prompt_tokens"]) == ("UNSAFE", 1, {"min": 681_274, "max": 1_048_569})
+    assert doc["remedy"] == {"upgrade_to": "0.5.21", "context_length": 681_280, "context_length_checked": "PROVED"}
+    assert doc["covered"]["verdict"] == "VIOLATED" and doc["covered"]["states"] > 0
+    assert doc["limits"] == {"prefill": 681_274, "decode": 1_048_570}
+
+
+@pytest.mark.slow
+def test_the_reproduce_command_gives_the_same_region(tmp_path: Path) -> None:
+    """The printed ``ownership check`` line runs as written and describes the same region."""
+    import shlex
+
+    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.20", "--no-check-remedy")
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("  reproduce: ownership check "))
+    argv = shlex.split(line.removeprefix("  reproduce: ownership "))
+    argv[1] = str(ROOT / argv[1])
+    check = CliRunner().invoke(app, [*argv, "--out", str(tmp_path / "ce"), "--no-render"])
+    assert check.exit_code == 1, check.output
+    assert "unsafe exactly when prompt_tokens >= prefill_max_req_input_len and prompt_tokens < " in check.stdout
+
+
+@pytest.mark.slow
+def test_server_info_of_0_5_23_is_safe_exit_0(tmp_path: Path) -> None:
+    res = invoke("--prefill", str(DATA / "server-info-prefill.json"), "--decode", str(DATA / "server-info-decode.json"))
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("SAFE  sglang 0.5.23 prefill/decode disaggregation")
+    assert "version 0.5.23 from" in res.stdout and "spec specs/sglang_disagg_v0_5_21.py" in res.stdout
+
+
+def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The report's parts and the gate's status for a violated analysis (the real analysis: the slow tests above)."""
+    from ownership.preflight import verdict
+
+    calls: list[dict[str, int]] = []
+
+    def fake(spec_path: Path, mapped, max_seconds):  # noqa: ANN001, ANN202 - stands in for analyse
+        calls.append(dict(mapped.params))
+        p = mapped.params
+        derived = {"prefill_max_req_input_len": min(p["context_len"] - 1, p["prefill_pool_tokens"] - 1),
+                   "decode_max_req_input_len": min(p["context_len"] - 1, p["decode_pool_tokens"] - 1)}
+        closed = derived["prefill_max_req_input_len"] == derived["decode_max_req_input_len"]
+        region = None if closed else ("unsafe exactly when prompt_tokens >= prefill_max_req_input_len and "
+                                      "prompt_tokens < decode_max_req_input_len (...)")
+        return verdict.Analysis("PROVED" if closed else "VIOLATED", 7, 9, 0.1, region, "ownership check x", derived,
+                                None if closed else "no_foreign_read")
+
+    monkeypatch.setattr(verdict, "analyse", fake)
+    out = tmp_path / "r.json"
+    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.11", "--json", str(out))
+    assert res.exit_code == 1, res.output
+    assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read)" in res.stdout
+    assert "(checked: SAFE at that length, 0.1s)" in res.stdout
+    assert "release: SGLang 0.5.0 to 0.5.20 (affected" in res.stdout
+    # the remedy was checked at the lowered context: both limits equal there
+    assert calls[1]["prefill_pool_tokens"] == calls[1]["decode_pool_tokens"] == 681_275
+    doc = json.loads(out.read_text())
+    assert doc["leaking_prompt_tokens"] == {"min": 681_274, "max": 1_048_569} and doc["exit_code"] == 1
