@@ -321,3 +321,17 @@ def test_forward_reuses_keys_of_full_pages_and_reads_the_row_as_the_engine_holds
     with pytest.raises(OwnershipViolation) as caught:  # a row pointing at a page the request does not hold
         sm.forward("r", _Row([2, 3, 14, 15, 6, 7]), tokens, 6)
     assert caught.value.invariant == "no_unowned_access" and caught.value.page == 7
+
+
+def test_around_names_the_acting_request_for_an_engine_entry_point() -> None:
+    from types import SimpleNamespace
+
+    from ownership.monitor.sglang import SglangMonitor
+
+    sm = SglangMonitor(fresh(), SimpleNamespace(page_size=4), SimpleNamespace())
+    seen: list[str] = []
+    release = sm.around(lambda req: seen.append(sm._actor("release")), lambda req: [req.rid])
+    release(SimpleNamespace(rid="r7"))
+    assert seen == ["r7"] and sm._actors == []
+    with pytest.raises(RuntimeError, match="acting"):
+        sm._actor("free")

@@ -402,10 +402,10 @@ LOG_WORKLOAD = Workload(requests=24, seed=3, pages=12, max_running=4)
 def double_free_of_the_last_decode_slot(sg: SimpleNamespace, s: Any) -> Callable[[], None]:
     """Puts back a double free: the finished request's last KV slot is freed before the release frees it again.
 
-    The defect class of upstream SGLang PR #12224 as ported to sglang-jax
-    (sgl-project/sglang-jax#982): the output processor freed
-    ``out_cache_loc`` of a finished request while ``cache_finished_req`` freed
-    the same slot with the rest of the row.
+    The defect sgl-project/sglang-jax#982 describes (and fixes by porting
+    upstream SGLang PR #12224): the output processor freed ``out_cache_loc``
+    of a finished request while ``cache_finished_req`` freed the same slot
+    with the rest of the row.
     """
     common = sg.common
     real = common.release_kv_cache
