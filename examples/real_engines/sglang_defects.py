@@ -62,3 +62,26 @@ def checkpoint_without_remapping_the_row(sg: SimpleNamespace, s: Any) -> Callabl
     def undo() -> None:
         del tree.checkpoint
     return undo
+
+
+def checkpoint_that_releases_its_new_lock(sg: SimpleNamespace, s: Any) -> Callable[[], None]:
+    """Puts back a lock/unlock asymmetry: after ``checkpoint`` re-locks the request's new node, the lock is dropped.
+
+    A reintroduced defect class, not a known upstream bug: the request keeps
+    running on a path whose ``lock_ref`` no longer counts it, so eviction may
+    free the pages it reads and hand them to another request.  (The release
+    that follows unlocks nothing: ``req.lock`` is None.)
+    """
+    tree = s.tree
+    real = type(tree).checkpoint
+
+    def checkpoint(req: Any, *, up_to: int) -> None:
+        real(tree, req, up_to=up_to)
+        tree.unlock(req.lock)
+        req.lock = None
+
+    tree.checkpoint = checkpoint
+
+    def undo() -> None:
+        del tree.checkpoint
+    return undo

@@ -164,3 +164,25 @@ def test_uninstall_gives_the_engine_its_own_methods_back(wl: ModuleType) -> None
         assert "alloc" not in vars(allocator) and "evict" not in vars(tree)
         assert allocator.available_size() == 8 * 4 and sm.monitor.seq == 0  # the refused call took nothing
         assert allocator.alloc(4) is not None and sm.monitor.seq == 0
+
+
+def test_a_lock_dropped_after_a_checkpoint_is_caught_at_the_requests_next_read(
+        wl: ModuleType, defects: ModuleType, tmp_path: Path) -> None:
+    """The reintroduced lock/unlock asymmetry: the running request reads a path it no longer holds a lock on."""
+    log = tmp_path / "dropped-lock.jsonl"
+    with pytest.raises(OwnershipViolation) as caught:
+        wl.run(wl.Workload(requests=2000, seed=0), log=log, bug=defects.checkpoint_that_releases_its_new_lock)
+    v = caught.value
+    print(v)
+    assert (v.invariant, v.event["event"]) == ("no_unowned_access", "read")
+    _, events = _events(log)
+    # the reader's last event on that page was the unlock (dec_lock_ref's free) right after its checkpoint's lock
+    last = next(e for e in reversed(events[:v.seq - 1]) if e["req"] == v.req and v.page in e.get("pages", ()))
+    assert last["event"] == "free" and last["at"].startswith("sglang/srt/mem_cache/radix_cache.py")
+
+
+def test_upstream_the_dropped_lock_goes_unnoticed(wl: ModuleType, defects: ModuleType) -> None:
+    """SGLang (debug pool on) finishes the run: nothing in it checks that a running request's path stays locked."""
+    stats, s = wl.run(wl.Workload(requests=300, seed=0), monitored=False,
+                      bug=defects.checkpoint_that_releases_its_new_lock, debug_memory_pool=True)
+    assert stats.finished == 300 and stats.evicted_tokens > 0
