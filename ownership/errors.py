@@ -76,6 +76,7 @@ class Code(enum.Enum):
     MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
     MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
     MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
+    MONITOR_BAD_EVENT = (84, "a monitor event or event-log record is malformed")
     DEADLINE_INVALID = (90, "a deadline declaration is malformed")
     REGIONS_NO_TRANSFERS = (91, "a registration invariant watches no posted transfers")
 
