@@ -79,7 +79,8 @@ def _where(function: Callable[..., Any]) -> str:
     if code is None:
         return "?"
     parts = Path(code.co_filename).parts
-    tail = parts[parts.index("vllm"):] if "vllm" in parts else parts[-1:]
+    # From the last "vllm" in the path: the package, not a virtual environment named after it.
+    tail = parts[len(parts) - 1 - parts[::-1].index("vllm"):] if "vllm" in parts else parts[-1:]
     return f"{'/'.join(tail)}:{code.co_firstlineno}"
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -64,7 +65,6 @@ class RunStats:
     preemptions: int = 0
     scheduled_tokens: int = 0
     seconds: float = 0.0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 def build_scheduler(shape: SchedulerShape = SchedulerShape()) -> Any:
@@ -107,52 +107,67 @@ def build_scheduler(shape: SchedulerShape = SchedulerShape()) -> Any:
     )
 
 
-def run(scheduler: Any, workload: Workload = Workload()) -> RunStats:
-    """Drive ``scheduler`` through ``workload`` until every request has finished or been aborted."""
+def make_request(scheduler: Any, req_id: str, prompt: list[int], max_tokens: int, priority: int = 0) -> Any:
+    """A vLLM ``Request`` for ``scheduler``'s block size, generating exactly ``max_tokens`` tokens."""
     from vllm.sampling_params import SamplingParams
     from vllm.utils.hashing import sha256
     from vllm.v1.core.kv_cache_utils import get_request_block_hasher
+    from vllm.v1.request import Request
+
+    block_size = scheduler.kv_cache_manager.coordinator.single_type_managers[0].block_size
+    return Request(request_id=req_id, prompt_token_ids=prompt, pooling_params=None, priority=priority,
+                   sampling_params=SamplingParams(max_tokens=max_tokens, ignore_eos=True),
+                   block_hasher=get_request_block_hasher(block_size, sha256))
+
+
+def step(scheduler: Any, sample: Callable[[], int], scheduled: Callable[[Any], None] | None = None) -> tuple[Any, Any]:
+    """One engine step: ``schedule()``, a model output sampling one token (``sample()``) per
+    request whose prompt is fully computed, ``update_from_output``.  Returns both outputs.
+    ``scheduled(output)``, if given, runs between scheduling and the model output."""
     from vllm.v1.outputs import ModelRunnerOutput
-    from vllm.v1.request import Request, RequestStatus
+
+    output = scheduler.schedule()
+    if scheduled is not None:
+        scheduled(output)
+    req_ids = list(output.num_scheduled_tokens)
+    sampled = []
+    for rid in req_ids:
+        request = scheduler.requests[rid]
+        sampled.append([sample()] if request.num_computed_tokens >= request.num_tokens else [])
+    runner_output = ModelRunnerOutput(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)},
+                                      sampled_token_ids=sampled)
+    return output, scheduler.update_from_output(output, runner_output)
+
+
+def run(scheduler: Any, workload: Workload = Workload()) -> RunStats:
+    """Drive ``scheduler`` through ``workload`` until every request has finished or been aborted."""
+    from vllm.v1.request import RequestStatus
 
     rng = random.Random(workload.seed)
-    block_size = scheduler.kv_cache_manager.coordinator.single_type_managers[0].block_size
-    hasher = get_request_block_hasher(block_size, sha256)
     prefixes = [[rng.randrange(1, workload.vocab) for _ in range(rng.randint(*workload.prefix_tokens))]
                 for _ in range(workload.prefixes)]
     stats = RunStats()
     started = time.perf_counter()
 
-    def new_request(index: int) -> Any:
-        prompt = list(rng.choice(prefixes)) + [rng.randrange(1, workload.vocab) for _ in range(rng.randint(*workload.suffix_tokens))]
-        params = SamplingParams(max_tokens=rng.randint(*workload.output_tokens), ignore_eos=True)
-        return Request(request_id=f"r{index}", prompt_token_ids=prompt, sampling_params=params,
-                       pooling_params=None, block_hasher=hasher,
-                       priority=rng.randrange(workload.priorities))
+    def sample() -> int:
+        return rng.randrange(1, workload.vocab)
 
     while stats.steps < workload.max_steps:
         idle = not scheduler.has_requests()
         if stats.added < workload.requests and (idle or rng.random() < workload.arrivals_per_step):
-            scheduler.add_request(new_request(stats.added))
+            prompt = list(rng.choice(prefixes)) + [sample() for _ in range(rng.randint(*workload.suffix_tokens))]
+            scheduler.add_request(make_request(scheduler, f"r{stats.added}", prompt,
+                                               rng.randint(*workload.output_tokens), rng.randrange(workload.priorities)))
             stats.added += 1
         elif idle:
             break
         live = [rid for rid, r in scheduler.requests.items() if not r.is_finished()]
         if live and rng.random() < workload.abort:
             stats.aborted += len(scheduler.finish_requests(rng.choice(sorted(live)), RequestStatus.FINISHED_ABORTED))
-        output = scheduler.schedule()
+        output, engine_outputs = step(scheduler, sample)
         stats.steps += 1
         stats.preemptions += len(output.preempted_req_ids or ())
         stats.scheduled_tokens += output.total_num_scheduled_tokens
-        req_ids = list(output.num_scheduled_tokens)
-        sampled = []
-        for rid in req_ids:
-            request = scheduler.requests[rid]
-            done_prefill = request.num_computed_tokens >= request.num_tokens
-            sampled.append([rng.randrange(1, workload.vocab)] if done_prefill else [])
-        runner_output = ModelRunnerOutput(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)},
-                                          sampled_token_ids=sampled)
-        engine_outputs = scheduler.update_from_output(output, runner_output)
         for outputs in engine_outputs.values():
             stats.finished += sum(1 for o in outputs.outputs if o.finish_reason is not None)
     stats.seconds = time.perf_counter() - started
