@@ -94,7 +94,7 @@ class _ContentKeys:
     def key(self, tokens: Sequence[int], index: int, end: int) -> str:
         """The key of block ``index`` holding the tokens before ``end`` (at most one block's worth)."""
         bs = self.block_size
-        while len(self.chain) < index and len(self.chain) * bs + bs <= len(tokens):
+        while len(self.chain) <= index and len(self.chain) * bs + bs <= len(tokens):  # every full block so far
             i = len(self.chain)
             self.chain.append(self._digest(self.chain[i - 1] if i else b"", tokens[i * bs : i * bs + bs]))
         if len(self.chain) < index:

@@ -93,13 +93,12 @@ def stale_prefix_index() -> Iterator[None]:
         BlockPool._maybe_evict_cached_block = released
 
 
-def _reuse_scenario(scheduler: Any) -> dict[str, list[int]]:
+def _reuse_scenario(scheduler: Any, tables: dict[str, list[int]]) -> None:
     """A finishes (its 3 full blocks stay cached); B then needs every block, A's included; C
-    asks for A's prompt again.  Returns the block tables vLLM gave A and B."""
+    asks for A's prompt again.  ``tables`` receives the block table vLLM first gave each request."""
     from ownership.monitor.vllm_driver import make_request, step
 
     manager = scheduler.kv_cache_manager
-    tables: dict[str, list[int]] = {}
 
     def note_tables(output: Any) -> None:
         for req_id in output.num_scheduled_tokens:
@@ -120,7 +119,6 @@ def _reuse_scenario(scheduler: Any) -> dict[str, list[int]]:
     run_until_gone("B")
     scheduler.add_request(make_request(scheduler, "C", prompt_a, max_tokens=1))
     run_until_gone("C")
-    return tables
 
 
 REUSE_SHAPE = {"num_blocks": 10, "block_size": 4, "max_num_seqs": 4, "max_num_batched_tokens": 64}
@@ -163,8 +161,9 @@ def test_released_scheduler_reuse_scenario_is_silent(vllm: ModuleType) -> None:
 
     scheduler = build_scheduler(SchedulerShape(**REUSE_SHAPE))
     sink = Counting(monitor_for(scheduler))
+    tables: dict[str, list[int]] = {}
     with instrument(scheduler, sink):
-        tables = _reuse_scenario(scheduler)
+        _reuse_scenario(scheduler, tables)
     assert set(tables["A"]) <= set(tables["B"])  # B really did reuse A's blocks
     assert sink.kinds["share"] == 0 and sink.kinds["finish"] == 3
 
@@ -191,11 +190,12 @@ def test_seeded_stale_index_is_caught_at_the_prefix_hit_on_the_reused_block(vllm
     monitor = monitor_for(scheduler)
     tables: dict[str, list[int]] = {}
     with stale_prefix_index(), instrument(scheduler, monitor), pytest.raises(OwnershipViolation) as caught:
-        tables.update(_reuse_scenario(scheduler))
+        _reuse_scenario(scheduler, tables)
     violation = caught.value
     assert violation.invariant == "no_wrong_cache_hit" and violation.req == "C"
     assert violation.event["event"] == "share" and violation.event["at"].startswith("vllm/v1/core/block_pool.py:")
     assert violation.page == violation.event["pages"][0]
+    assert violation.page in tables["A"] and violation.page in tables["B"] and "C" not in tables
     # The page is one vLLM gave A and then B (B wrote it last), and vLLM's index still maps a
     # hash to it that the block itself no longer carries.
     assert monitor.content(violation.page) is not None and violation.writer is not None
