@@ -276,3 +276,48 @@ def test_the_monitor_imports_no_engine_and_no_solver() -> None:
             "print(sorted(m for m in ('torch', 'z3', 'hypothesis', 'sglang', 'vllm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# -- the SGLang instrumentation's content keys (no SGLang needed) ------------------------------------------------
+class _Row(list):  # type: ignore[type-arg]
+    """A req_to_token row stand-in: slicing gives a row, tolist() the indices."""
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        got = super().__getitem__(i)
+        return _Row(got) if isinstance(i, slice) else got
+
+    def tolist(self) -> list[int]:
+        return list(self)
+
+
+def test_content_keys_are_equal_exactly_for_equal_prefixes_up_to_the_page_end() -> None:
+    from ownership.monitor.sglang import content_keys
+
+    a = content_keys([1, 2, 3, 4, 5], 2)
+    assert len(a) == 3 and len(set(a)) == 3
+    assert content_keys([1, 2, 3, 4, 9], 2)[:2] == a[:2] and content_keys([1, 2, 3, 4, 9], 2)[2] != a[2]
+    assert content_keys([7, 2, 3, 4], 2)[1] != a[1], "a page's key depends on every token before it"
+    assert content_keys([1, 2], 2, extra_key=("lora", None)) != a[:1]
+
+
+def test_forward_reuses_keys_of_full_pages_and_reads_the_row_as_the_engine_holds_it() -> None:
+    from types import SimpleNamespace
+
+    from ownership.monitor.sglang import SglangMonitor, content_keys
+
+    m = Monitor({"gpu": {"pages": 8, "page_size": 2, "reserved": [0]}})
+    sm = SglangMonitor(m, SimpleNamespace(page_size=2), SimpleNamespace())
+    tokens = [5, 6, 7]
+    row = _Row([2, 3, 4, 5, 8, 9])  # token slots: pages 1 and 2
+    m.alloc("r", [1, 2])
+    sm.forward("r", row, tokens, 0)
+    for t in (8, 9, 10):  # decode: page 3 starts at the 5th token
+        tokens.append(t)
+        if len(tokens) == 5:
+            m.alloc("r", [3])
+        row = _Row([2, 3, 4, 5, 6, 7])
+        sm.forward("r", row, tokens, len(tokens) - 1)
+        assert [m.content(p) for p in (1, 2, 3)][: -(-len(tokens) // 2)] == content_keys(tokens, 2)
+    with pytest.raises(OwnershipViolation) as caught:  # a row pointing at a page the request does not hold
+        sm.forward("r", _Row([2, 3, 14, 15, 6, 7]), tokens, 6)
+    assert caught.value.invariant == "no_unowned_access" and caught.value.page == 7
