@@ -19,7 +19,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -286,21 +285,29 @@ def test_seeded_example_log_replays_to_the_violation_on_its_last_line() -> None:
 
 
 # -- python tests/real_engines/test_vllm_monitor.py logs|bench ------------------------------
-def _bench(requests: int = 600, rounds: int = 3) -> None:
+def _bench(requests: int = 600, rounds: int = 5) -> None:
+    """The same seeded run with the scheduler alone, instrumented with a no-op sink, with the
+    monitor, and with the monitor writing its log; best of ``rounds`` in process CPU time."""
     from ownership.monitor.vllm import instrument, monitor_for
     from ownership.monitor.vllm_driver import Workload, build_scheduler, run
 
-    off, on = [], []
+    class Discard:
+        def __getattr__(self, kind: str) -> Any:
+            return lambda *args, **kwargs: None
+
+    times: dict[str, list[float]] = {"scheduler alone": [], "no-op sink": [], "monitor": [], "monitor + log": []}
     for _ in range(rounds):
-        scheduler = build_scheduler()
-        off.append(run(scheduler, Workload(requests=requests)).seconds)
-        scheduler = build_scheduler()
-        monitor = monitor_for(scheduler)
-        with instrument(scheduler, monitor):
-            stats = run(scheduler, Workload(requests=requests))
-        on.append(stats.seconds)
-    print(f"{requests} requests, {stats.steps} steps, {monitor.seq} events; best of {rounds}: "
-          f"monitor off {min(off):.3f} s, on {min(on):.3f} s, x{min(on) / min(off):.2f}")
+        for what in times:
+            scheduler = build_scheduler()
+            sink = (Discard() if what == "no-op sink" else
+                    monitor_for(scheduler, log=io.StringIO() if what == "monitor + log" else None))
+            with instrument(scheduler, sink) if what != "scheduler alone" else _nothing():
+                stats = run(scheduler, Workload(requests=requests))
+            times[what].append(stats.cpu_seconds)
+    base = min(times["scheduler alone"])
+    print(f"{requests} requests, {stats.steps} steps; best of {rounds}, CPU seconds:")
+    for what, seconds in times.items():
+        print(f"  {what:16} {min(seconds):.3f} s  x{min(seconds) / base:.2f}")
 
 
 if __name__ == "__main__":
@@ -311,7 +318,6 @@ if __name__ == "__main__":
             path.write_text(_log(seeded), encoding="utf-8")
             print(path, len(path.read_text(encoding="utf-8").splitlines()), "lines")
     elif sys.argv[1:] == ["bench"]:
-        started = time.perf_counter()
         _bench()
     else:
         sys.exit("usage: test_vllm_monitor.py logs|bench")
