@@ -126,6 +126,17 @@ class SglangMonitor:
         finally:
             self._actors.pop()
 
+    def around(self, fn: Callable[..., Any], rids: Callable[..., Sequence[str]]) -> Callable[..., Any]:
+        """``fn`` run under ``acting(*rids(args))``: for patching an engine entry point in a test suite.
+
+        For example ``around(common.release_kv_cache, lambda req, *a, **k: [req.rid])``.
+        """
+        def acting_fn(*args: Any, **kwargs: Any) -> Any:
+            with self.acting(*rids(*args, **kwargs)):
+                return fn(*args, **kwargs)
+        acting_fn.__wrapped__ = fn  # type: ignore[attr-defined]
+        return acting_fn
+
     def _actor(self, what: str) -> str:
         if not self._actors or len(self._actors[-1]) != 1:
             raise RuntimeError(f"{what} ran with no single request acting: wrap the call in SglangMonitor.acting(rid)")
