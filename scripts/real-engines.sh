@@ -64,7 +64,7 @@ for arg in "$@"; do
   case "$arg" in
     --install-only) install_only=1 ;;
     vllm | sglang | sglang-releases) engines+=("$arg") ;;
-    -h | --help) sed -n '2,20p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "real-engines.sh: unknown argument '$arg' (expected --install-only, vllm, sglang, sglang-releases)" >&2; exit 2 ;;
   esac
 done
