@@ -7,7 +7,7 @@
 Prints, with wall and CPU seconds (the CPU figure is the process's own time,
 which is what to compare on a shared machine):
 
-* the depth BMC reaches over time on ``sglang_disagg_v0_5_20`` (default size);
+* the depth BMC reaches over time on ``sglang_disagg_v0_5_19`` (default size);
 * the time to its counterexample at the default size and at 3 requests x 8
   decode pages, next to the explorer's time on the same instance;
 * the time of ``prove`` on ``sglang_disagg_v0_5_21`` and how it closed, with the
@@ -28,7 +28,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
-BUGGY = SPECS / "sglang_disagg_v0_5_20.py"
+BUGGY = SPECS / "sglang_disagg_v0_5_19.py"
 FIXED = SPECS / "sglang_disagg_v0_5_21.py"
 SIZES: dict[str, dict[str, int]] = {
     "default (2 requests x 4 decode pages)": {},
@@ -115,7 +115,7 @@ def main() -> int:
     print(f"Python {platform.python_version()} on {platform.machine()}, {time.strftime('%Y-%m-%d')}")
     sizes = dict(list(SIZES.items())[:1]) if args.quick else SIZES
     for label, params in sizes.items():
-        print(f"\nsglang_disagg_v0_5_20, {label}")
+        print(f"\nsglang_disagg_v0_5_19, {label}")
         e = measure("explore", BUGGY, params, args.cap)
         print(_line("explore", e, args.cap))
         b = measure("bmc", BUGGY, params, args.cap, show_depths=True)

@@ -5,7 +5,7 @@
 
 Reports distinct states, transitions, seconds and distinct states per second
 for exhaustive checks of sglang_disagg_v0_5_21, with and without symmetry
-reduction, and the wall time of the v0.5.20 counterexample from the command
+reduction, and the wall time of the v0.5.19 counterexample from the command
 line (interpreter start and imports included).
 """
 
@@ -25,7 +25,7 @@ from ownership.lang.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 V22 = ROOT / "specs" / "sglang_disagg_v0_5_21.py"
-V21 = ROOT / "specs" / "sglang_disagg_v0_5_20.py"
+V21 = ROOT / "specs" / "sglang_disagg_v0_5_19.py"
 
 SIZES = {
     "default (2 req x 4 decode pages)": {},
@@ -61,7 +61,7 @@ def main() -> None:
         )
         runs.append(time.perf_counter() - t)
     runs.sort()
-    print(f"v0.5.20 counterexample from the command line (no picture): median {runs[2]:.2f}s of 5 runs")
+    print(f"v0.5.19 counterexample from the command line (no picture): median {runs[2]:.2f}s of 5 runs")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:,.0f} MiB")
 

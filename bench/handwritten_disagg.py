@@ -1,8 +1,8 @@
-"""The v0.5.20 disaggregation protocol as a hand-written Hypothesis state machine.
+"""The v0.5.19 disaggregation protocol as a hand-written Hypothesis state machine.
 
 This is the baseline of ``bench/hypothesis_bench.py``: what an engine
 developer would write with plain Hypothesis, without this tool, to test the
-protocol of ``specs/sglang_disagg_v0_5_20.py``.  It mirrors that spec step
+protocol of ``specs/sglang_disagg_v0_5_19.py``.  It mirrors that spec step
 for step (same actions, guards, page pools with free lists and content
 labels, the same four invariants) in the most common style of Hypothesis
 stateful tests:
@@ -152,7 +152,7 @@ def make_machine(
         return lambda options: data.draw(st.sampled_from(options))
 
     class HandwrittenDisagg(RuleBasedStateMachine):
-        """SGLang v0.5.20 prefill/decode disaggregation, one request table per node."""
+        """SGLang v0.5.19 prefill/decode disaggregation, one request table per node."""
 
         def __init__(self) -> None:
             super().__init__()

@@ -4,8 +4,8 @@
     python bench/hypothesis_bench.py --configs gen-default --seeds 5
     python bench/hypothesis_bench.py --summarize runs.jsonl  # the tables again, from saved runs
 
-Time for the stateful engine to find the v0.5.20 leak (no_foreign_read in
-``specs/sglang_disagg_v0_5_20.py``), one run per seed, compared with a plain
+Time for the stateful engine to find the v0.5.19 leak (no_foreign_read in
+``specs/sglang_disagg_v0_5_19.py``), one run per seed, compared with a plain
 hand-written ``RuleBasedStateMachine`` of the same protocol
 (``bench/handwritten_disagg.py``) under the same Hypothesis settings.
 
@@ -59,7 +59,7 @@ from ownership.engines.hypothesis_engine.options import HypothesisOptions  # noq
 from ownership.lang.instance import Instance  # noqa: E402
 from ownership.lang.loader import load_spec  # noqa: E402
 
-V21 = ROOT / "specs" / "sglang_disagg_v0_5_20.py"
+V21 = ROOT / "specs" / "sglang_disagg_v0_5_19.py"
 ENGINE_SETTINGS = hypothesis_engine.hypothesis_settings  # the engine's settings, before the bench wraps them
 
 # 16 requests x 256 decode pages.  The leak needs a prompt that prefill
@@ -149,7 +149,7 @@ def _engine_settings(args: argparse.Namespace) -> Iterator[None]:
 
 
 def run_generated(size: str, seed: int, args: argparse.Namespace) -> Run:
-    """One seed of the engine (``check_stateful``) on the v0.5.20 spec."""
+    """One seed of the engine (``check_stateful``) on the v0.5.19 spec."""
     inst = Instance(load_spec(V21), SIZES[size])
     options = HypothesisOptions(max_examples=args.max_examples, steps=args.steps, seed=seed, progress_every=1e9)
     probe = _Probe()

@@ -7,8 +7,13 @@
 # project (editable) and pytest; then runs tests/real_engines/ for that
 # engine inside its environment.  See docs/real-engines.md.
 #
-# Usage:  scripts/real-engines.sh [--install-only] [vllm] [sglang]
-#         (no engine named: both)
+# Usage:  scripts/real-engines.sh [--install-only] [vllm] [sglang] [sglang-releases]
+#         (no engine named: all three)
+#
+# sglang-releases is one environment holding the SGLang dependencies once and
+# the 0.5.20 and 0.5.21 wheels side by side, each installed --no-deps into its
+# own directory (releases/<version>/ in the environment); its tests run each
+# release in a subprocess with that directory first on sys.path.
 #
 # Environment:
 #   OWNERSHIP_REAL_ENGINES_VENVS   where the environments live (default: .venvs/ in the repository)
@@ -44,22 +49,30 @@ sglang_deps=(numpy orjson psutil pybase64 requests packaging pillow starlette ms
 # the radix cache's imports (its compiled part does not load with CPU torch:
 # the tests define the missing operator schema before importing SGLang).
 sglang_nodeps=(triton==3.9.0 torchvision==0.28.0)
+# The releases whose disaggregation queues tests/real_engines/test_sglang_disagg_releases.py
+# replays the committed counterexample against: the last one with the pending-rejection
+# leak and the first one with is_unadmitted_reject.  Their imports need what 0.5.23's do.
+sglang_releases=(0.5.20 0.5.21)
+# What importing their scheduler and disaggregation modules adds to the allocator's list
+# (server_args reaches the OpenAI protocol and function-call parsers, the scheduler uvicorn).
+sglang_releases_deps=(openai==3.57.0 partial-json-parser==0.2.1.1.post7 xgrammar==0.2.9
+  einops==0.8.2 setproctitle==1.3.8 uvicorn==0.54.0 fastapi==0.165.0)
 
 install_only=0
 engines=()
 for arg in "$@"; do
   case "$arg" in
     --install-only) install_only=1 ;;
-    vllm | sglang) engines+=("$arg") ;;
-    -h | --help) sed -n '2,20p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "real-engines.sh: unknown argument '$arg' (expected --install-only, vllm, sglang)" >&2; exit 2 ;;
+    vllm | sglang | sglang-releases) engines+=("$arg") ;;
+    -h | --help) sed -n '2,24p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "real-engines.sh: unknown argument '$arg' (expected --install-only, vllm, sglang, sglang-releases)" >&2; exit 2 ;;
   esac
 done
-[ ${#engines[@]} -eq 0 ] && engines=(vllm sglang)
+[ ${#engines[@]} -eq 0 ] && engines=(vllm sglang sglang-releases)
 
 # The stamp is a digest of everything that decides an environment's contents.
 stamp_of() {
-  local cons="$constraints_dir/constraints-$1.txt"
+  local cons="$constraints_dir/constraints-${1%-releases}.txt"
   { cat "$self"; if [ -f "$cons" ]; then cat "$cons"; fi; } | sha256sum | cut -d' ' -f1
 }
 
@@ -76,8 +89,13 @@ build_venv() {
   mkdir -p "$venvs"
   "$python" -m venv "$venv"
   local pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-  local cons="$constraints_dir/constraints-$engine.txt"
-  [ -f "$cons" ] && pip+=(-c "$cons")
+  # sglang-releases shares sglang's constraints (minus the sglang pin itself: the
+  # release wheels go into directories of their own, below).
+  local cons="$constraints_dir/constraints-${engine%-releases}.txt"
+  if [ -f "$cons" ]; then
+    grep -v '^sglang==' "$cons" >"$venv/.constraints.txt"
+    pip+=(-c "$venv/.constraints.txt")
+  fi
   # torch first and pinned: an unpinned torch (or torchvision) resolves to a
   # multi-GB CUDA build.
   "${pip[@]}" "$torch_pin"
@@ -92,6 +110,14 @@ build_venv() {
       "${pip[@]}" "$torch_pin" "${sglang_deps[@]}"
       "${pip[@]}" --no-deps "${sglang_nodeps[@]}"
       ;;
+    sglang-releases)
+      "${pip[@]}" "$torch_pin" "${sglang_deps[@]}" "${sglang_releases_deps[@]}"
+      "${pip[@]}" --no-deps "${sglang_nodeps[@]}"
+      local version
+      for version in "${sglang_releases[@]}"; do
+        "${pip[@]}" --no-deps --target "$venv/releases/$version" "sglang==$version"
+      done
+      ;;
   esac
   "${pip[@]}" "$torch_pin" -e "$root" pytest
   echo "$stamp" >"$venv/.ownership-stamp"
@@ -103,10 +129,19 @@ run_tests() {
   local engine="$1" venv="$venvs/$1"
   local report
   report="$(mktemp)"
-  echo "== $engine: tests/real_engines/test_${engine}_*.py"
+  local tests=()
+  case "$engine" in
+    sglang-releases) tests=(tests/real_engines/test_sglang_disagg_releases.py) ;;
+    *)
+      local file
+      for file in tests/real_engines/test_"$engine"_*.py; do
+        [ "$file" = tests/real_engines/test_sglang_disagg_releases.py ] || tests+=("$file")
+      done
+      ;;
+  esac
+  echo "== $engine: ${tests[*]}"
   local rc=0
-  "$venv/bin/python" -m pytest -rs -p no:cacheprovider --junitxml="$report" \
-    tests/real_engines/test_"$engine"_*.py || rc=$?
+  "$venv/bin/python" -m pytest -rs -p no:cacheprovider --junitxml="$report" "${tests[@]}" || rc=$?
   "$venv/bin/python" - "$report" "$engine" "$rc" <<'EOF'
 import sys
 import xml.etree.ElementTree as ET

@@ -1,229 +1,77 @@
-"""SGLang v0.5.20 disaggregated prefill/decode: the rejected-prompt KV leak.
+"""SGLang 0.5.20 disaggregated prefill/decode: the rejected prompt is forwarded but no longer sent.
 
-Models the request lifecycle across a prefill node and a decode node, each
-with its own KV page pool, as shipped up to v0.5.20 (python/sglang/srt/):
+Written as the patch on top of ``sglang_disagg_v0_5_19``: every declaration
+is shared, and only the code path 0.5.20 changed is replaced (line numbers:
+the 0.5.20 wheel, python/sglang/srt/):
 
-* ``managers/utils.py validate_input_length`` and ``managers/schedule_batch.py
-  Req.set_finish_with_abort``: a prompt at or over ``max_req_input_len`` is
-  swapped for a one-token placeholder and the 400 is parked in ``to_finish``;
-  ``finished()`` (``finished_reason is not None``) stays false.
-* ``disaggregation/prefill.py``: ``PrefillBootstrapQueue.add`` (guard: input
-  length fits the pool), ``pop_bootstrapped`` (``num_pages`` from the
-  *placeholder's* length), forward, ``send_kv_chunk`` (sends
-  ``req_to_token[0:len(input)]``), the inflight queue on Success (releases
-  pages, ``finished_reason = FINISH_LENGTH``: the parked 400 is lost).
-* ``disaggregation/decode.py``: ``DecodePreallocQueue.pop_preallocated``
-  (skips only ``FINISH_ABORT``; ``to_finish`` is never checked),
-  ``_pre_alloc`` (``ceil(L / page_size)`` pages for the *full* prompt, not
-  zeroed), ``pop_transferred`` (checks only the bootstrap room), the decode
-  forward (attention over ``req_to_token[0:seq_len]``), the receiver timeout.
+* ``disaggregation/prefill.py:705 process_batch_result_disagg_prefill``: a
+  finished result for which ``is_aborted(req)`` holds
+  (``disaggregation/utils.py:1707``: ``to_finish`` or ``finished_reason`` is a
+  ``FINISH_ABORT``, so the parked 400 counts) is retired at lines 781-786 by
+  ``_retire_aborted_prefill_result`` (1096): ``sender.abort()`` (marks the
+  room Failed on the prefill side only, ``disaggregation/common/conn.py:1578``),
+  ``update_finish_state`` (the 400 becomes ``finished_reason``),
+  ``release_kv_cache``; ``send_kv_chunk`` (869) is never reached.  This is
+  sglang PR #36988 ("Retire aborted disaggregated prefill results"), a
+  cleanup for aborted VLM prefills that also stops the leak.
 
-Simplified: queues are sets (any queued request may be popped next: every
-FIFO order is one of the interleavings), one request per batch, the bootstrap
-handshake and metadata slots are folded into the transfer status, and the
-router forwards each request to both nodes at once.  Decode runs one forward
-pass (reads every reserved page, streams HTTP 200) and then finishes.
+Unchanged from 0.5.19, so still modelled by the shared actions: the rejection
+(``managers/scheduler.py:2990-2997`` -> ``schedule_batch.py:2054
+set_finish_with_abort``, ``to_finish`` at 2073), ``PrefillBootstrapQueue.add``
+(``prefill.py:399``, no rejection check: the stub still gets a handshake, a
+metadata buffer in ``finalize_bootstrap`` (377) and a forward pass),
+``DecodePreallocQueue.add`` (``decode.py:640``) and ``pop_preallocated``
+(1096; 1157 skips only ``finished_reason`` ``FINISH_ABORT``), which reserve
+pages for the full prompt; nothing tells decode, whose receiver turns Failed
+after ``SGLANG_DISAGGREGATION_WAITING_TIMEOUT`` (``common/conn.py:1823``) and
+then frees the reservation (``pop_transferred``, 2331).  No release compares
+the transferred length with the reserved one (``_commit_transfer_to_req``,
+2131, checks the bootstrap room only, 2178).
 
-Known bug (SGLang issue #30233, the 2026 Workers AI incident): a too-long
-prompt is admitted by decode, which reserves pages for the whole prompt;
-prefill writes and sends one page; decode reads the rest, still holding an
-earlier request's KV; the client gets HTTP 200.
+Expected: safe.  The leak's precondition, a Success for a transfer prefill
+never finished, is gone; decode holding the pages until its timeout is a cost,
+not a safety violation, and 0.5.21 removes it (``sglang_disagg_v0_5_21``).
 """
 
-from typing import Annotated
+import sglang_disagg_v0_5_19 as v19
+from sglang_disagg_v0_5_19 import KV, Finish, PrefillQ, ReqId, decode_pool, prefill_pool
 
-from ownership import Element, Enum, Ownership, Source, Spec, ceil_div, require, transfer, violates
+from ownership import Source, ceil_div, require, safe, transfer
 
-spec = Spec(
+spec = v19.spec.derive(
     "sglang_disagg_v0_5_20",
-    summary="SGLang <=0.5.20 PD disaggregation: rejected prompt admitted by decode reads stale KV",
+    summary="SGLang 0.5.20 PD disaggregation: rejected prompt forwarded on prefill, then retired instead of sent",
     models=Source(
         "SGLang",
         "0.5.20",
         where=(
-            "managers/schedule_batch.py Req.set_finish_with_abort",
-            "disaggregation/prefill.py PrefillBootstrapQueue.add/pop_bootstrapped, send_kv_chunk",
-            "disaggregation/decode.py DecodePreallocQueue.pop_preallocated, _pre_alloc, pop_transferred",
+            "disaggregation/prefill.py process_batch_result_disagg_prefill, _retire_aborted_prefill_result",
+            "disaggregation/utils.py is_aborted",
         ),
-        links=("sglang issue #30233", "sglang PR #12312"),
+        links=("sglang PR #36988", "sglang issue #30233"),
     ),
-    expect=violates("no_foreign_read"),
-)
-
-# -- deployment (server_args) ------------------------------------------------
-spec.param("requests", 2, "concurrent requests modelled", min=1, max=16)
-spec.param("page_size", 2, "tokens per KV page (--page-size)", min=1)
-spec.param("context_len", 16, "model context length (--context-length)", min=1)
-spec.param("prefill_pool_tokens", 6, "prefill KV pool size in tokens (max_total_num_tokens)", min=1)
-spec.param("decode_pool_tokens", 8, "decode KV pool size in tokens", min=1)
-spec.param("short_prompt_tokens", 2, "length of an ordinary prompt", min=1)
-spec.param("prompt_tokens", 6, "length of a long prompt", min=1)
-
-Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEFGHIJKLMNOP")
-ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
-PromptLen = spec.values("PromptLen", lambda p: [p.short_prompt_tokens, p.prompt_tokens])
-PromptLenId = Annotated[int, PromptLen]  # the type of an action argument drawn from PromptLen
-
-own = Ownership(spec, requests=Req)
-prefill_pool = own.pool("prefill", lambda p: ceil_div(p.prefill_pool_tokens, p.page_size), prefix="P")
-decode_pool = own.pool("decode", lambda p: ceil_div(p.decode_pool_tokens, p.page_size), prefix="D")
-
-Finish = Enum("FinishReason", "NONE ABORT LENGTH")
-PrefillQ = Enum("PrefillQueue", "IDLE BOOTSTRAP WAITING FORWARDED DONE")
-DecodeQ = Enum("DecodeQueue", "IDLE PREALLOC TRANSFER RUNNING FINISHED DONE")
-KV = Enum("KVPoll", "NONE WAITING_FOR_INPUT SUCCESS FAILED")
-HTTP = Enum("HTTP", "NONE OK_200 ERROR_400")
-
-# Prefill node's Req
-spec.var("p_queue", PrefillQ, per=Req, init=PrefillQ.IDLE, doc="where the request is on prefill")
-spec.var("p_input_len", int, per=Req, init=0, doc="len(origin_input_ids) on prefill")
-spec.var("p_to_finish", bool, per=Req, init=False, doc="prefill Req.to_finish holds a FINISH_ABORT(400)")
-spec.var("p_finished", Finish, per=Req, init=Finish.NONE, doc="prefill Req.finished_reason")
-# Decode node's Req
-spec.var("d_queue", DecodeQ, per=Req, init=DecodeQ.IDLE, doc="where the request is on decode")
-spec.var("d_input_len", int, per=Req, init=0, doc="len(origin_input_ids) on decode")
-spec.var("d_to_finish", bool, per=Req, init=False, doc="decode Req.to_finish holds a FINISH_ABORT(400)")
-spec.var("d_finished", Finish, per=Req, init=Finish.NONE, doc="decode Req.finished_reason")
-# The KV transfer between them (Mooncake sender/receiver poll status)
-spec.var("kv", KV, per=Req, init=KV.NONE, doc="KVPoll status shared by sender and receiver")
-spec.var("kv_tokens", int, per=Req, init=0, doc="logical KV length prefill sent")
-spec.var("http", HTTP, per=Req, init=HTTP.NONE, doc="what the client got")
-
-
-# managers/utils.py validate_input_length: a prompt of at least max_req_input_len tokens is rejected.
-prefill_max_input = spec.derived(
-    "prefill_max_req_input_len", "min(context_len - 1, prefill_pool_tokens - 1)", "prefill rejects prompts this long"
-)
-decode_max_input = spec.derived(
-    "decode_max_req_input_len", "min(context_len - 1, decode_pool_tokens - 1)", "decode rejects prompts this long"
+    expect=safe(),
 )
 
 
-# -- arrival ---------------------------------------------------------------------
-@spec.action
-def arrive(s, r: ReqId, prompt_len: PromptLenId):
-    """The router sends the request to both nodes; each runs validate_input_length."""
-    require(s.p_queue[r] == PrefillQ.IDLE and s.d_queue[r] == DecodeQ.IDLE)
-    # prefill: Req.set_finish_with_abort swaps in a one-token placeholder
-    if prompt_len >= prefill_max_input(s):
-        s.p_to_finish[r] = True
-        s.p_input_len[r] = 1
-    else:
-        s.p_input_len[r] = prompt_len
-    s.p_queue[r] = PrefillQ.BOOTSTRAP
-    # decode: validated against decode's own limit
-    if prompt_len >= decode_max_input(s):
-        s.d_to_finish[r] = True
-        s.d_input_len[r] = 1
-    else:
-        s.d_input_len[r] = prompt_len
-    s.d_queue[r] = DecodeQ.PREALLOC
-
-
-# -- decode node -------------------------------------------------------------------
-@spec.action
-def decode_pop_preallocated(s, r: ReqId):
-    """DecodePreallocQueue.pop_preallocated + _pre_alloc: reserve pages, send metadata."""
-    require(s.d_queue[r] == DecodeQ.PREALLOC)
-    if s.d_finished[r] == Finish.ABORT:  # the only rejection it looks at
-        s.d_queue[r] = DecodeQ.DONE
-        return
-    need = ceil_div(s.d_input_len[r], s.params.page_size)
-    require(decode_pool.available(s) >= need)  # page budget; else stays queued
-    decode_pool.alloc(s, r, need)
-    s.kv[r] = KV.WAITING_FOR_INPUT  # send_metadata: prefill learns dst_kv_indices
-    s.d_queue[r] = DecodeQ.TRANSFER
-
-
-@spec.action
-def decode_pop_transferred(s, r: ReqId):
-    """DecodeTransferQueue.pop_transferred: on Success commit (room checked only)."""
-    require(s.d_queue[r] == DecodeQ.TRANSFER)
-    require(s.kv[r] in (KV.SUCCESS, KV.FAILED))
-    if s.kv[r] == KV.FAILED:
-        s.d_finished[r] = Finish.ABORT
-        s.http[r] = HTTP.ERROR_400
-        decode_pool.free(s, r)
-        s.d_queue[r] = DecodeQ.DONE
-        return
-    s.d_queue[r] = DecodeQ.RUNNING
-
-
-@spec.action
-def decode_forward(s, r: ReqId):
-    """Decode forward: attention reads req_to_token[0:seq_len]; tokens stream, HTTP 200."""
-    require(s.d_queue[r] == DecodeQ.RUNNING)
-    decode_pool.read(s, r, decode_pool.pages_of(s, r))
-    s.http[r] = HTTP.OK_200
-    s.emit("reply", req=s.name_of(Req, r), status=200)
-    s.d_queue[r] = DecodeQ.FINISHED
-
-
-@spec.action
-def decode_finish(s, r: ReqId):
-    """Request finishes on decode: release its pages (content stays in them)."""
-    require(s.d_queue[r] == DecodeQ.FINISHED)
-    s.d_finished[r] = Finish.LENGTH
-    decode_pool.free(s, r)
-    s.d_queue[r] = DecodeQ.DONE
-
-
-@spec.action
-def decode_transfer_timeout(s, r: ReqId):
-    """Receiver poll: WaitingForInput turns Failed after the bootstrap timeout."""
-    require(s.d_queue[r] == DecodeQ.TRANSFER and s.kv[r] == KV.WAITING_FOR_INPUT)
-    s.kv[r] = KV.FAILED
-
-
-# -- prefill node --------------------------------------------------------------------
-@spec.action
-def prefill_pop_bootstrapped(s, r: ReqId):
-    """PrefillBootstrapQueue.add/pop_bootstrapped: handshake done, length fits the pool."""
-    require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.kv[r] == KV.WAITING_FOR_INPUT)
-    require(s.p_input_len[r] <= s.params.prefill_pool_tokens)  # only guard: no to_finish check
-    s.p_queue[r] = PrefillQ.WAITING
-
-
-@spec.action
-def prefill_forward(s, r: ReqId):
-    """Prefill forward: allocate ceil(len(input)/page_size) pages and write the KV."""
-    require(s.p_queue[r] == PrefillQ.WAITING)
-    num_pages = ceil_div(s.p_input_len[r], s.params.page_size)
-    pages = prefill_pool.alloc(s, r, num_pages)
-    prefill_pool.write(s, r, pages)
-    s.p_queue[r] = PrefillQ.FORWARDED
-
-
-@spec.action
+@spec.replace
 def prefill_send(s, r: ReqId):
-    """send_kv_chunk(last_chunk=True): req_to_token[0:len(input)] -> dst_kv_indices; Success."""
+    """process_batch_result_disagg_prefill: an aborted result is retired; any other is sent (send_kv_chunk)."""
     require(s.p_queue[r] == PrefillQ.FORWARDED and s.kv[r] == KV.WAITING_FOR_INPUT)
+    if s.p_to_finish[r]:  # FIX: is_aborted(req) reads to_finish
+        prefill_pool.free(s, r)  # release_kv_cache
+        s.p_finished[r] = Finish.ABORT  # update_finish_state: the parked 400
+        s.p_queue[r] = PrefillQ.DONE  # sender.abort() fails the room on prefill only: decode waits for its timeout
+        return
     num_pages = ceil_div(s.p_input_len[r], s.params.page_size)
-    transfer(s, r, prefill_pool, decode_pool, num_pages)  # decode having more pages goes unnoticed
+    transfer(s, r, prefill_pool, decode_pool, num_pages)
     s.kv_tokens[r] = s.p_input_len[r]
     s.kv[r] = KV.SUCCESS
-    # inflight queue on Success: release pages; the parked 400 is lost
     prefill_pool.free(s, r)
     s.p_finished[r] = Finish.LENGTH
     s.p_queue[r] = PrefillQ.DONE
 
 
-@spec.action
-def prefill_transfer_failed(s, r: ReqId):
-    """Inflight/bootstrap queue on Failed: release pages and abort."""
-    require(s.p_queue[r] in (PrefillQ.BOOTSTRAP, PrefillQ.WAITING, PrefillQ.FORWARDED) and s.kv[r] == KV.FAILED)
-    prefill_pool.free(s, r)
-    s.p_finished[r] = Finish.ABORT
-    s.p_queue[r] = PrefillQ.DONE
-
-
-@spec.terminal
-def nothing_in_flight(s) -> bool:
-    """Every request has either not arrived or left both nodes."""
-    return all(
-        s.p_queue[r] in (PrefillQ.IDLE, PrefillQ.DONE) and s.d_queue[r] in (DecodeQ.IDLE, DecodeQ.DONE)
-        for r in s.all(Req)
-    )
-
-
-own.invariants("no_foreign_read", "no_unowned_write", "no_double_ownership", "pages_returned_when_idle")
+# With nothing sent for a rejected prompt, every page decode reads was written by this request's
+# own transfer (0.5.19 breaks this too: its read of the unsent pages is the stale read).
+v19.own.invariants("no_read_of_unwritten", spec=spec)

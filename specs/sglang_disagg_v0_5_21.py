@@ -1,100 +1,105 @@
-"""SGLang v0.5.21 disaggregated prefill/decode: the rejected-prompt leak, fixed.
+"""SGLang 0.5.21 disaggregated prefill/decode: pending rejections retired at each node's door.
 
 Written as the patch on top of ``sglang_disagg_v0_5_20``: every declaration
-is shared, and only the code paths the fix changed are replaced (compare this
-file with the upstream diffs line by line):
+is shared, and only the code path 0.5.21 changed is replaced (line numbers:
+the 0.5.21 wheel, python/sglang/srt/).  sglang PR #38935 ("[PD] Do not
+admit intake-rejected requests to a PD handoff"):
 
-* SGLang PR #38704, decode side (``disaggregation/decode.py``
-  ``DecodePreallocQueue.pop_preallocated``): a request whose ``to_finish``
-  holds a pending rejection is retired with its original error before any
-  page allocation or metadata publication.
-* PR #38704, prefill side (``disaggregation/prefill.py``): a rejected
-  request is kept out of execution (no forward, no ``send_kv_chunk``), decode
-  is told the transfer failed, and the request retires with its original 400.
-* PR #38704, decode commit (``DecodeTransferQueue.pop_transferred``): the
-  logical KV length prefill published must equal the length decode reserved
-  for; otherwise the transfer is failed instead of committed.
-* PR #36988 (retire aborted prefill results once) is covered by the shared
-  ``prefill_transfer_failed``.
+* ``disaggregation/prefill.py:417 PrefillBootstrapQueue.add``: if
+  ``is_unadmitted_reject(req)`` (``disaggregation/utils.py:1754``: a
+  ``FINISH_ABORT`` in ``to_finish`` or ``finished_reason`` on a request that
+  holds nothing yet), ``Scheduler.retire_unadmitted_request``
+  (``managers/scheduler.py:3242``: ``update_finish_state``, stream the 400)
+  and return (422-424): no sender, no handshake, no metadata buffer, no
+  forward pass.
+* ``disaggregation/decode.py:734 DecodePreallocQueue.add``: the same check
+  for a fresh request (750-752), before any receiver is created.
+
+Both run synchronously where the request arrives
+(``managers/scheduler.py:3033-3040`` ``validate_input_length`` ->
+``set_finish_with_abort`` -> ``_add_request_to_queue``, 3266, which calls
+the queue's ``add`` at 3284/3289), so the model does them in ``arrive``.
+Each node sees only its own rejection: when prefill rejects a prompt that
+decode accepts, decode still reserves pages for the whole prompt
+(``pop_preallocated``, 1231; 1293 still reads only ``finished_reason``) and
+frees them when its receiver's waiting timeout fails the transfer
+(``common/conn.py:1982``), as in 0.5.20.  0.5.20's retirement of an aborted
+prefill result (``prefill.py:839``) is kept.
+
+Not in 0.5.21 (nor 0.5.22 or 0.5.23): a check that the transferred length
+equals the reserved one; ``_commit_transfer_to_req`` (2404) still compares
+only the bootstrap room (2457).  0.5.21 adds an opt-in KV checksum
+(``--disaggregation-enable-kv-checksum``, default off:
+``arg_groups/fields/disagg.py:66``; verified in ``_verify_kv_checksums``,
+3039), which this model leaves out.  0.5.22 and 0.5.23 keep both doors as
+they are (``is_unadmitted_reject``, ``PrefillBootstrapQueue.add`` and
+``retire_unadmitted_request`` unchanged on this path).
 
 Expected: safe at every size the explorer can cover, and provable by
 induction (the Z3 engine).
 """
 
 
+import sglang_disagg_v0_5_19 as v19
 import sglang_disagg_v0_5_20 as v20
-from sglang_disagg_v0_5_20 import HTTP, KV, DecodeQ, Finish, PrefillQ, Req, ReqId, decode_pool
+from sglang_disagg_v0_5_19 import (
+    HTTP,
+    KV,
+    DecodeQ,
+    Finish,
+    PrefillQ,
+    PromptLenId,
+    Req,
+    ReqId,
+    decode_max_input,
+    decode_pool,
+    prefill_max_input,
+)
 
 from ownership import Source, ceil_div, require, safe
 
 spec = v20.spec.derive(
     "sglang_disagg_v0_5_21",
-    summary="SGLang 0.5.21 PD disaggregation: pending rejections retired at admission, transfer length checked",
+    summary="SGLang 0.5.21 PD disaggregation: pending rejections retired at each node's queue door",
     models=Source(
         "SGLang",
         "0.5.21",
         where=(
-            "disaggregation/decode.py DecodePreallocQueue.pop_preallocated, DecodeTransferQueue.pop_transferred",
-            "disaggregation/prefill.py PrefillBootstrapQueue.pop_bootstrapped",
+            "disaggregation/prefill.py PrefillBootstrapQueue.add",
+            "disaggregation/decode.py DecodePreallocQueue.add",
+            "disaggregation/utils.py is_unadmitted_reject",
+            "managers/scheduler.py Scheduler.retire_unadmitted_request",
         ),
-        links=("sglang PR #38704", "sglang PR #36988", "sglang PR #38935"),
+        links=("sglang PR #38935", "sglang PR #36988"),
     ),
     expect=safe(),
 )
 
 
 @spec.replace
-def decode_pop_preallocated(s, r: ReqId):
-    """pop_preallocated: retire a pending rejection with its error; else reserve pages."""
-    require(s.d_queue[r] == DecodeQ.PREALLOC)
-    if s.d_finished[r] == Finish.ABORT or s.d_to_finish[r]:  # FIX: to_finish is a rejection too
-        s.d_finished[r] = Finish.ABORT
+def arrive(s, r: ReqId, prompt_len: PromptLenId):
+    """Each node runs validate_input_length, then its queue's add retires a pending rejection at the door."""
+    require(s.p_queue[r] == PrefillQ.IDLE and s.d_queue[r] == DecodeQ.IDLE)
+    if prompt_len >= prefill_max_input(s):
+        s.p_to_finish[r] = True  # set_finish_with_abort
+        s.p_input_len[r] = 1
+        s.p_finished[r] = Finish.ABORT  # FIX: PrefillBootstrapQueue.add -> retire_unadmitted_request
+        s.p_queue[r] = PrefillQ.DONE  # no sender: decode is not told
+    else:
+        s.p_input_len[r] = prompt_len
+        s.p_queue[r] = PrefillQ.BOOTSTRAP
+    if prompt_len >= decode_max_input(s):
+        s.d_to_finish[r] = True
+        s.d_input_len[r] = 1
+        s.d_finished[r] = Finish.ABORT  # FIX: DecodePreallocQueue.add -> retire_unadmitted_request
         s.http[r] = HTTP.ERROR_400
         s.d_queue[r] = DecodeQ.DONE
-        return
-    need = ceil_div(s.d_input_len[r], s.params.page_size)
-    require(decode_pool.available(s) >= need)
-    decode_pool.alloc(s, r, need)
-    s.kv[r] = KV.WAITING_FOR_INPUT
-    s.d_queue[r] = DecodeQ.TRANSFER
+    else:
+        s.d_input_len[r] = prompt_len
+        s.d_queue[r] = DecodeQ.PREALLOC
 
 
-@spec.replace
-def prefill_pop_bootstrapped(s, r: ReqId):
-    """pop_bootstrapped: a request with a pending rejection never reaches the forward."""
-    require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.kv[r] == KV.WAITING_FOR_INPUT)
-    require(not s.p_to_finish[r])  # FIX: rejected requests are retired below instead
-    require(s.p_input_len[r] <= s.params.prefill_pool_tokens)
-    s.p_queue[r] = PrefillQ.WAITING
-
-
-@spec.action
-def prefill_retire_rejected(s, r: ReqId):
-    """FIX: retire a rejected prefill request with its original error and tell decode."""
-    require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.p_to_finish[r])
-    if s.kv[r] == KV.WAITING_FOR_INPUT:
-        s.kv[r] = KV.FAILED  # decode's receiver sees Failed and frees its reservation
-    s.p_finished[r] = Finish.ABORT
-    s.p_queue[r] = PrefillQ.DONE
-
-
-@spec.replace
-def decode_pop_transferred(s, r: ReqId):
-    """pop_transferred: commit only if the transferred length equals the reserved length."""
-    require(s.d_queue[r] == DecodeQ.TRANSFER)
-    require(s.kv[r] in (KV.SUCCESS, KV.FAILED))
-    if s.kv[r] == KV.FAILED or s.kv_tokens[r] != s.d_input_len[r]:  # FIX: length check
-        s.d_finished[r] = Finish.ABORT
-        s.http[r] = HTTP.ERROR_400
-        decode_pool.free(s, r)
-        s.d_queue[r] = DecodeQ.DONE
-        return
-    s.d_queue[r] = DecodeQ.RUNNING
-
-
-# -- what the fix must guarantee, beyond the shipped spec's invariants ------------------------
-# Every page decode reads was written (by the transfer of this request's own prefill KV).
-v20.own.invariants("no_read_of_unwritten", spec=spec)
+# -- what the fix must guarantee, beyond 0.5.20's invariants (no_read_of_unwritten included) ----
 
 
 @spec.invariant
@@ -134,7 +139,7 @@ def prefill_runs_for_a_reservation(s) -> bool:
 def pages_match_queues(s) -> bool:
     """Decode holds a request's reserved pages from preallocation to finish, prefill from forward to send."""
     for r in s.all(Req):
-        d_held, p_held = decode_pool.held(s, r), v20.prefill_pool.held(s, r)
+        d_held, p_held = decode_pool.held(s, r), v19.prefill_pool.held(s, r)
         if s.d_queue[r] in (DecodeQ.TRANSFER, DecodeQ.RUNNING, DecodeQ.FINISHED):
             if d_held != ceil_div(s.d_input_len[r], s.params.page_size):
                 return False
@@ -164,21 +169,15 @@ def response_matches_finish(s) -> bool:
     return True
 
 
-# The model has no clock: decode's bootstrap timeout can fail any transfer at any time.  So a
-# rejected request that prefill does not retire, or retires without failing the transfer, still
-# ends with the transfer failed by the timeout, decode's pages freed and its 400 sent: the same
-# outcomes, only later.  How soon a rejection is answered is not a safety property.
-_LATE_400 = "without the retire step, decode's bootstrap timeout still fails the transfer and sends the 400"
+# Which prompts prefill turns away is not a safety property: a long prompt prefill admits instead
+# (the default one fits its pool) is sent in full and matches decode's reservation, and a short one
+# it turns away leaves decode's reservation to the waiting timeout, as any prefill rejection does.
+_WHO_IS_REJECTED = "which prompts prefill rejects changes no page ownership: admitted runs in full, rejected times out"
 spec.accept_mutant(
-    "prefill_retire_rejected flip-compare: require(s.p_queue[r] == PrefillQ.BOOTSTRAP and s.p_to_finish[r]) "
-    "=> require(s.p_queue[r] != PrefillQ.BOOTSTRAP and s.p_to_finish[r])",
-    reason=_LATE_400,
+    "arrive+3 negate-if: if prompt_len >= prefill_max_input(s): => if not (prompt_len >= prefill_max_input(s)):",
+    reason=_WHO_IS_REJECTED,
 )
 spec.accept_mutant(
-    "prefill_retire_rejected negate-if: if s.kv[r] == KV.WAITING_FOR_INPUT: => if not (s.kv[r] == KV.WAITING_FOR_INPUT):",
-    reason=_LATE_400,
-)
-spec.accept_mutant(
-    "prefill_retire_rejected flip-compare: if s.kv[r] == KV.WAITING_FOR_INPUT: => if s.kv[r] != KV.WAITING_FOR_INPUT:",
-    reason=_LATE_400,
+    "arrive+3 flip-compare: if prompt_len >= prefill_max_input(s): => if prompt_len < prefill_max_input(s):",
+    reason=_WHO_IS_REJECTED,
 )

@@ -46,8 +46,8 @@ def root() -> Path:
 
 @pytest.fixture(scope="module")
 def trace() -> Trace:
-    """The v0.5.20 counterexample at default size (what the renderers draw)."""
-    result = explore(instance("sglang_disagg_v0_5_20"))
+    """The v0.5.19 counterexample at default size (what the renderers draw)."""
+    result = explore(instance("sglang_disagg_v0_5_19"))
     assert result.trace is not None
     return result.trace
 

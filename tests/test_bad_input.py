@@ -21,8 +21,8 @@ from ownership.cli import app
 
 TOY = str(CORPUS / "toy_double_free.py")  # violates in a few steps: every output is written
 SAFE = str(CORPUS / "toy_safe_counter.py")
-V21 = str(SPECS / "sglang_disagg_v0_5_20.py")
-COMMITTED = ROOT / "counterexamples" / "sglang_disagg_v0_5_20"
+V21 = str(SPECS / "sglang_disagg_v0_5_19.py")
+COMMITTED = ROOT / "counterexamples" / "sglang_disagg_v0_5_19"
 
 
 @pytest.fixture(autouse=True)
@@ -249,7 +249,7 @@ def test_a_huge_domain_is_refused_up_front(command: str, tmp_path: Path) -> None
     extra = ["--out", str(tmp_path / "r.html")] if command == "report" else extra
     line = error_line(
         invoke(command, V21, "-p", "prefill_pool_tokens=1000000000", *extra), "OWN017",
-        "PrefillPage", "500,000,000", "--max-domain", "sglang_disagg_v0_5_20.py",
+        "PrefillPage", "500,000,000", "--max-domain", "sglang_disagg_v0_5_19.py",
     )
     assert "state" in line
 
@@ -477,9 +477,9 @@ def test_test_reports_every_spec_when_one_fails_to_load(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_check_with_other_flags_never_overwrites_the_committed_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Work on a copy of the repository's layout so the real committed files are never at risk.
-    shutil.copytree(COMMITTED, tmp_path / "counterexamples" / "sglang_disagg_v0_5_20")
+    shutil.copytree(COMMITTED, tmp_path / "counterexamples" / "sglang_disagg_v0_5_19")
     monkeypatch.chdir(tmp_path)
-    committed = tmp_path / "counterexamples" / "sglang_disagg_v0_5_20"
+    committed = tmp_path / "counterexamples" / "sglang_disagg_v0_5_19"
     before = {p.name: p.read_bytes() for p in committed.iterdir()}
     runs = [
         ["-p", "requests=2", "-p", "prompt_tokens=5"],
@@ -494,8 +494,8 @@ def test_check_with_other_flags_never_overwrites_the_committed_trace(tmp_path: P
         assert res.exit_code == 1, res.output
         wrote = next(ln for ln in res.output.splitlines() if ln.strip().startswith("wrote "))
         folder = Path(wrote.split("wrote ", 1)[1].split(",")[0]).parent
-        assert folder != Path("counterexamples/sglang_disagg_v0_5_20"), (flags, wrote)
-        assert folder.parts[:2] == ("counterexamples", "sglang_disagg_v0_5_20"), wrote
+        assert folder != Path("counterexamples/sglang_disagg_v0_5_19"), (flags, wrote)
+        assert folder.parts[:2] == ("counterexamples", "sglang_disagg_v0_5_19"), wrote
         written.add(folder)
         assert f"ownership replay {folder / 'trace.json'}" in res.output
     assert len(written) == len(runs)  # each set of flags has a folder of its own
@@ -504,7 +504,7 @@ def test_check_with_other_flags_never_overwrites_the_committed_trace(tmp_path: P
     # The default run (the README's first command) still writes the committed files.
     res = invoke("check", V21, "--no-progress")
     assert res.exit_code == 1
-    assert "wrote counterexamples/sglang_disagg_v0_5_20/trace.json" in res.output
+    assert "wrote counterexamples/sglang_disagg_v0_5_19/trace.json" in res.output
     # Same counterexample (only spec_path differs: the spec lies outside this working directory).
     assert json.loads((committed / "trace.json").read_text())["steps"] == json.loads(before["trace.json"])["steps"]
     # --out names the folder: then it is written, whatever the flags.

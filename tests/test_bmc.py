@@ -29,7 +29,7 @@ SMALL = [
     # Library specs at one request (tests/test_corpus.py runs every library spec
     # at its default size through bmc and prove as well).
     ("sglang_single_node", {"requests": 1}),
-    ("sglang_disagg_v0_5_20", {"requests": 1}),
+    ("sglang_disagg_v0_5_19", {"requests": 1}),
     ("sglang_disagg_v0_5_21", {"requests": 1}),
 ]
 
@@ -197,7 +197,7 @@ def test_bookkeeping_lemmas_are_kept_only_when_proved() -> None:
         return sum(c.get_id() in proven for c in proposed), len(proposed)
 
     # A correct allocator: every bookkeeping fact is inductive.
-    n, total = kept(instance("sglang_disagg_v0_5_20", requests=1))
+    n, total = kept(instance("sglang_disagg_v0_5_19", requests=1))
     assert n == total > 0
     # A double free puts a page on the free list twice: "free is 1 when unheld" is false there.
     n, total = kept(instance("toy_double_free"))
@@ -317,9 +317,9 @@ def test_prove_on_a_buggy_spec_never_says_proved_even_if_spacer_answers_wrongly(
 def test_prove_checks_the_reachable_set_as_the_inductive_invariant() -> None:
     r = prove(instance("sglang_disagg_v0_5_21"), BmcOptions(spacer=False))
     assert r.verdict is Verdict.PROVED and r.stop_reason is StopReason.INVARIANT_FOUND, r.notes
-    assert r.stats.states == 21_777 and r.stats.depth == 16
+    assert r.stats.states == 16_313 and r.stats.depth == 16
     assert any("explicit reachable set as the inductive invariant" in n for n in r.notes)
-    assert "the 21,777 reachable states, all within 16 steps" in r.coverage()
+    assert "the 16,313 reachable states, all within 16 steps" in r.coverage()
 
 
 def test_a_reachable_set_missing_states_is_not_taken_as_a_proof(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -342,8 +342,8 @@ def test_a_reachable_set_missing_states_is_not_taken_as_a_proof(monkeypatch: pyt
 
 @pytest.mark.slow
 def test_a_reachable_violation_gives_the_shortest_trace() -> None:
-    e = explore(instance("sglang_disagg_v0_5_20"))
-    r = prove(instance("sglang_disagg_v0_5_20"), BmcOptions(spacer=False))
+    e = explore(instance("sglang_disagg_v0_5_19"))
+    r = prove(instance("sglang_disagg_v0_5_19"), BmcOptions(spacer=False))
     assert r.verdict is Verdict.VIOLATED and r.violated == e.violated
     assert r.trace is not None and e.trace is not None and len(r.trace) == len(e.trace) == 15
     assert any("violates no_foreign_read" in n for n in r.notes), r.notes

@@ -29,7 +29,7 @@ from ownership.lang.loader import load_spec
 jsonschema = pytest.importorskip("jsonschema")
 
 SCHEMA_FILE = Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json"
-V21 = SPECS / "sglang_disagg_v0_5_20.py"
+V21 = SPECS / "sglang_disagg_v0_5_19.py"
 
 
 def invoke(*args: str) -> Any:
@@ -54,14 +54,14 @@ def def_line(path: Path, name: str) -> int:
 
 @pytest.fixture(scope="module")
 def v21_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`ownership check` on the v0.5.20 spec with every report, run from the repository root."""
+    """`ownership check` on the v0.5.19 spec with every report, run from the repository root."""
     out = tmp_path_factory.mktemp("v20")
     mp = pytest.MonkeyPatch()
     mp.chdir(ROOT)
     try:
         res = invoke(
             "check",
-            "specs/sglang_disagg_v0_5_20.py",
+            "specs/sglang_disagg_v0_5_19.py",
             "--out",
             str(out / "ce"),
             "--junit",
@@ -97,7 +97,7 @@ def test_sarif_of_a_violation_is_valid_and_points_at_the_breaking_action(v21_rep
     trace = Trace.load(v21_reports["out"] / "ce" / "trace.json")
     assert trace.steps[-1].action == "decode_forward"
     phys = result["locations"][0]["physicalLocation"]
-    assert phys["artifactLocation"] == {"uri": "specs/sglang_disagg_v0_5_20.py", "uriBaseId": "%SRCROOT%"}
+    assert phys["artifactLocation"] == {"uri": "specs/sglang_disagg_v0_5_19.py", "uriBaseId": "%SRCROOT%"}
     assert phys["region"]["startLine"] == def_line(V21, "decode_forward")
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == ROOT.resolve().as_uri() + "/"
     assert "B reads D0, which holds A's KV" in result["message"]["text"]
@@ -124,7 +124,7 @@ def test_junit_has_one_case_per_invariant_and_the_trace_as_failure_text(v21_repo
     root = v21_reports["junit"]
     assert root.tag == "testsuites"
     suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["sglang_disagg_v0_5_20"]
+    assert [s.get("name") for s in suites] == ["sglang_disagg_v0_5_19"]
     cases = suites[0].findall("testcase")
     invariants = list(load_spec(V21).invariants)
     assert [c.get("name") for c in cases] == invariants

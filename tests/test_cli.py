@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from conftest import CORPUS, SPECS
 from ownership.cli import app
 
-V21 = str(SPECS / "sglang_disagg_v0_5_20.py")
+V21 = str(SPECS / "sglang_disagg_v0_5_19.py")
 V22 = str(SPECS / "sglang_disagg_v0_5_21.py")
 
 
@@ -30,7 +30,7 @@ def test_check_violation_exits_1_prints_trace_and_writes_files(tmp_path: Path) -
     res = invoke("check", V21, "--out", str(tmp_path))
     assert res.exit_code == 1, res.output
     out = res.output
-    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_20")
+    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19")
     assert "Counterexample: 15 steps" in out
     assert "B reads D0, which holds A's KV" in out or "which holds A's KV" in out
     assert "client of B gets HTTP 200" in out
@@ -45,7 +45,7 @@ def test_check_safe_exits_0_and_says_what_it_covered() -> None:
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("PROVED  sglang_disagg_v0_5_21")
     assert "all reachable states of this instance checked" in res.output
-    assert "435 distinct states" in res.output
+    assert "334 distinct states" in res.output
 
 
 def test_check_depth_bound_exits_0_and_names_the_bound() -> None:
@@ -96,7 +96,7 @@ def test_usage_errors_are_one_line_exit_2(args: list[str], code: str, needle: st
 
 def test_unknown_param_error_points_at_the_spec_file() -> None:
     res = invoke("check", V21, "--param", "nope=3")
-    assert "sglang_disagg_v0_5_20.py:" in res.output
+    assert "sglang_disagg_v0_5_19.py:" in res.output
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -184,8 +184,8 @@ def test_render_formats(tmp_path: Path, fmt: str) -> None:
 def test_list_shows_specs_with_sources_and_expectations() -> None:
     res = invoke("list", str(SPECS))
     assert res.exit_code == 0
-    assert "sglang_disagg_v0_5_20" in res.output and "violates no_foreign_read" in res.output
-    assert "sglang PR #38704" in res.output and "expect:     safe" in res.output
+    assert "sglang_disagg_v0_5_19" in res.output and "violates no_foreign_read" in res.output
+    assert "sglang PR #38935" in res.output and "expect:     safe" in res.output
 
 
 @pytest.mark.slow

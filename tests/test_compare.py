@@ -226,16 +226,16 @@ def test_reproduction_with_restarts_runs_and_raises_at_the_failing_step(
 
 
 def test_every_printed_step_names_an_attribute_of_the_machine() -> None:
-    cls = hypothesis_machine.machine_class(instance("sglang_disagg_v0_5_20"))
+    cls = hypothesis_machine.machine_class(instance("sglang_disagg_v0_5_19"))
     rules = cls.setup_state().rules
-    assert len(rules) == len(instance("sglang_disagg_v0_5_20").spec.actions) + 1  # + the restart
+    assert len(rules) == len(instance("sglang_disagg_v0_5_19").spec.actions) + 1  # + the restart
     for rule in rules:
         assert getattr(cls, rule.function.__name__).__name__ == rule.function.__name__
 
 
 def test_reproduction_of_a_walk_raises_at_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    r = check_stateful(Instance(load_spec(SPECS / "sglang_disagg_v0_5_20.py")), HypothesisOptions(derandomize=True))
+    r = check_stateful(Instance(load_spec(SPECS / "sglang_disagg_v0_5_19.py")), HypothesisOptions(derandomize=True))
     assert r.reproduction is not None and r.trace is not None
     assert r.options.get("found_by") == "walk"
     proc = _run_reproduction(r.reproduction, ROOT)
@@ -246,7 +246,7 @@ def test_reproduction_of_a_walk_raises_at_the_failing_step(monkeypatch: pytest.M
 
 # -- default budget finds every known bug of the library -------------------------------------
 
-KNOWN_BUGS = sorted(p.name for p in SPECS.glob("*_buggy.py")) + ["sglang_disagg_v0_5_20.py"]
+KNOWN_BUGS = sorted(p.name for p in SPECS.glob("*_buggy.py")) + ["sglang_disagg_v0_5_19.py"]
 
 
 @pytest.mark.parametrize("name", KNOWN_BUGS)
@@ -261,7 +261,7 @@ def test_default_options_find_every_known_bug(name: str) -> None:
 
 
 def test_cli_hypothesis_finds_the_v0_5_20_leak_with_default_options(tmp_path: Path) -> None:
-    code, out = _cli("check", str(SPECS / "sglang_disagg_v0_5_20.py"), "--engine", "hypothesis", "--derandomize", "--no-render",
+    code, out = _cli("check", str(SPECS / "sglang_disagg_v0_5_19.py"), "--engine", "hypothesis", "--derandomize", "--no-render",
                      "--no-progress", "--out", str(tmp_path))
     assert code == 1, out
-    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_20 (hypothesis)")
+    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19 (hypothesis)")

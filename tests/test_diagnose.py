@@ -21,7 +21,7 @@ from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 from ownership.render.text import explain_report
 
-V21 = SPECS / "sglang_disagg_v0_5_20.py"
+V21 = SPECS / "sglang_disagg_v0_5_19.py"
 
 
 def line_of(path: Path, text: str) -> int:
@@ -55,7 +55,7 @@ def necessary_by_graph(inst: Instance, invariant: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def v20():
-    return diagnose(instance("sglang_disagg_v0_5_20"), "no_foreign_read")
+    return diagnose(instance("sglang_disagg_v0_5_19"), "no_foreign_read")
 
 
 def test_v21_points_at_decode_admission_and_commit(v20) -> None:
@@ -74,14 +74,14 @@ def test_v21_points_at_decode_admission_and_commit(v20) -> None:
 
 
 def test_v21_necessary_actions_match_an_independent_cut_on_the_graph(v20) -> None:
-    inst = instance("sglang_disagg_v0_5_20")
+    inst = instance("sglang_disagg_v0_5_19")
     assert {a.action for a in v20.necessary} == necessary_by_graph(inst, "no_foreign_read")
     # The timeout and the transfer failure are escapes, never needed for the leak.
     assert "decode_transfer_timeout" not in {a.action for a in v20.necessary}
 
 
 def _guarded(name: str, guard) -> Instance:
-    """v0.5.20 with ``require(not guard(s, r))`` in front of action ``name``: the fix the diagnosis proposes."""
+    """v0.5.19 with ``require(not guard(s, r))`` in front of action ``name``: the fix the diagnosis proposes."""
     base = load_spec(V21)
     original = base.actions[name].fn
     patched = base.derive(f"v21_guarded_{name}")
@@ -117,7 +117,7 @@ def test_a_check_elsewhere_does_not(v20) -> None:
 
 
 def test_state_limit_says_the_diagnosis_is_bounded() -> None:
-    d = diagnose(instance("sglang_disagg_v0_5_20"), "no_foreign_read", DiagnoseOptions(max_states=300))
+    d = diagnose(instance("sglang_disagg_v0_5_19"), "no_foreign_read", DiagnoseOptions(max_states=300))
     assert not d.complete and d.states == 300
     assert "explored bound only" in d.coverage()
 
@@ -129,7 +129,7 @@ def test_safe_spec_has_nothing_to_explain() -> None:
 
 def test_unknown_invariant_is_a_numbered_error() -> None:
     with pytest.raises(OwnershipError) as info:
-        diagnose(instance("sglang_disagg_v0_5_20"), "no_such_invariant")
+        diagnose(instance("sglang_disagg_v0_5_19"), "no_such_invariant")
     assert info.value.code is Code.UNKNOWN_INVARIANT
 
 
@@ -186,13 +186,13 @@ def test_corpus_double_free_blames_the_abort_branch() -> None:
 def test_check_explain_prints_the_diagnosis_under_the_counterexample(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
     res = CliRunner().invoke(
-        app, ["check", "specs/sglang_disagg_v0_5_20.py", "--explain", "--no-render", "--out", str(tmp_path)]
+        app, ["check", "specs/sglang_disagg_v0_5_19.py", "--explain", "--no-render", "--out", str(tmp_path)]
     )
     assert res.exit_code == 1, res.output
     out = res.output
     assert out.index("Counterexample: 15 steps") < out.index("Explanation: what every path to no_foreign_read")
     assert "every path to no_foreign_read passes through: decode_pop_preallocated(r)" in " ".join(out.split())
-    assert f"specs/sglang_disagg_v0_5_20.py:{line_of(V21, 'def decode_pop_transferred') - 1}" in out
+    assert f"specs/sglang_disagg_v0_5_19.py:{line_of(V21, 'def decode_pop_transferred') - 1}" in out
     assert "complete reachable state graph" in out
     assert "--explain" in out.splitlines()[-1]  # the reproduce command keeps the flag
 
@@ -207,7 +207,7 @@ def test_check_explain_prints_nothing_when_the_explorer_finds_nothing(tmp_path: 
 
 def test_bounded_explanation_says_it_holds_within_the_bound_only() -> None:
     lines = explain_report(
-        diagnose(instance("sglang_disagg_v0_5_20"), "no_foreign_read", DiagnoseOptions(max_states=300))
+        diagnose(instance("sglang_disagg_v0_5_19"), "no_foreign_read", DiagnoseOptions(max_states=300))
     )
     text = " ".join(" ".join(lines).split())
     assert "the first 300 states only" in text and "explored bound only" in text
@@ -323,7 +323,7 @@ def test_conditions_of_two_steps_of_one_action_are_never_one_conjunction(name: s
 
 @pytest.mark.slow
 def test_v21_conjunctions_hold_together() -> None:
-    _check_conjunctions(instance("sglang_disagg_v0_5_20"), "no_foreign_read")
+    _check_conjunctions(instance("sglang_disagg_v0_5_19"), "no_foreign_read")
 
 
 # -- the fix point first --------------------------------------------------------------------
@@ -335,7 +335,7 @@ FIX_PAIRS = [
     ("tgi_prefix_published_before_write_buggy", "tgi_prefix_published_before_write_fixed", {"next_batch_below_min_size"}),
     ("vllm_async_sched_inflight_step_buggy", "vllm_async_sched_inflight_step_fixed", {"finish_or_preempt", "update_from_output"}),
     ("vllm_fork_double_free_buggy", "vllm_fork_double_free_fixed", {"fork", "free"}),
-    pytest.param("sglang_disagg_v0_5_20", "sglang_disagg_v0_5_21",
+    pytest.param("sglang_disagg_v0_5_19", "sglang_disagg_v0_5_21",
                  {"decode_pop_preallocated", "prefill_pop_bootstrapped", "decode_pop_transferred"},
                  marks=pytest.mark.slow),  # the fast set checks it on the module's diagnosis (below)
     # The fix replaces the helper lock_handle, which prefill and finish call.

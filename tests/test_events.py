@@ -69,7 +69,7 @@ from ownership.render.html import _steps_table
 from ownership.render.text import trace_table, violation_sentence
 
 COMMITTED = sorted((ROOT / "counterexamples").glob("*/trace.json"))
-INCIDENT = ROOT / "counterexamples" / "sglang_disagg_v0_5_20" / "trace.json"
+INCIDENT = ROOT / "counterexamples" / "sglang_disagg_v0_5_19" / "trace.json"
 
 ONE_OF_EACH: list[Event] = [
     Alloc(pool="kv", req="A", pages=("K0", "K1")),

@@ -14,10 +14,10 @@ from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
 # buggy spec the counts are those explored until the violation; breadth-first
 # order is deterministic, so they are stable.
 PINNED = {
-    ("sglang_disagg_v0_5_20", True): (Verdict.VIOLATED, 874, 2044, 15),
-    ("sglang_disagg_v0_5_20", False): (Verdict.VIOLATED, 85945, 208519, 15),
-    ("sglang_disagg_v0_5_21", True): (Verdict.PROVED, 435, 1130, 16),
-    ("sglang_disagg_v0_5_21", False): (Verdict.PROVED, 21777, 63700, 16),
+    ("sglang_disagg_v0_5_19", True): (Verdict.VIOLATED, 874, 2044, 15),
+    ("sglang_disagg_v0_5_19", False): (Verdict.VIOLATED, 85945, 208519, 15),
+    ("sglang_disagg_v0_5_21", True): (Verdict.PROVED, 334, 783, 16),
+    ("sglang_disagg_v0_5_21", False): (Verdict.PROVED, 16313, 42354, 16),
     ("sglang_single_node", True): (Verdict.PROVED, 57, 92, 10),
     ("sglang_single_node", False): (Verdict.PROVED, 405, 696, 10),
 }
@@ -31,12 +31,12 @@ def test_pinned_state_counts(name: str, symmetry: bool) -> None:
 
 
 def test_v0_5_20_counterexample_is_shortest_and_shows_the_leak() -> None:
-    result = explore(instance("sglang_disagg_v0_5_20"))
+    result = explore(instance("sglang_disagg_v0_5_19"))
     assert result.violated == "no_foreign_read"
     trace = result.trace
     assert trace is not None and len(trace) == 15
     # No violation exists in fewer steps: the same search bounded to 14 steps is clean.
-    bounded = explore(instance("sglang_disagg_v0_5_20"), ExploreOptions(max_depth=14))
+    bounded = explore(instance("sglang_disagg_v0_5_19"), ExploreOptions(max_depth=14))
     assert bounded.verdict is Verdict.BOUNDED_OK and bounded.stop_reason is StopReason.DEPTH_LIMIT
     assert bounded.stats.depth == 14
     # The last step is B's decode reading a page that holds A's KV, and B's client gets 200.
@@ -52,7 +52,7 @@ def test_v0_5_20_counterexample_is_shortest_and_shows_the_leak() -> None:
 
 @pytest.mark.slow
 def test_symmetry_never_changes_verdicts_or_shortest_length() -> None:
-    for name in ("sglang_disagg_v0_5_20", "sglang_disagg_v0_5_21", "sglang_single_node"):
+    for name in ("sglang_disagg_v0_5_19", "sglang_disagg_v0_5_21", "sglang_single_node"):
         on = explore(instance(name), ExploreOptions(symmetry=True))
         off = explore(instance(name), ExploreOptions(symmetry=False))
         assert on.verdict == off.verdict and on.violated == off.violated
@@ -97,7 +97,7 @@ def test_depth_limit_is_bounded_ok_and_states_the_bound() -> None:
 def test_exhaustive_verdict_states_what_was_covered() -> None:
     r = explore(instance("sglang_disagg_v0_5_21"))
     text = r.coverage()
-    assert "all reachable states" in text and "435" in text and "requests=2" in text
+    assert "all reachable states" in text and "334" in text and "requests=2" in text
 
 
 def test_deadlock_check_is_opt_in() -> None:
@@ -111,7 +111,7 @@ def test_deadlock_check_is_opt_in() -> None:
 
 
 def test_invariant_selection() -> None:
-    r = explore(instance("sglang_disagg_v0_5_20"), ExploreOptions(invariants=("no_double_ownership",)))
+    r = explore(instance("sglang_disagg_v0_5_19"), ExploreOptions(invariants=("no_double_ownership",)))
     assert r.verdict is Verdict.PROVED and r.invariants == ("no_double_ownership",)
 
 

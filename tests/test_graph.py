@@ -20,7 +20,7 @@ def test_graph_has_the_explorers_states() -> None:
 
 
 def test_shortest_path_to_a_violation_matches_the_counterexample() -> None:
-    g = state_graph(instance("sglang_disagg_v0_5_20"))
+    g = state_graph(instance("sglang_disagg_v0_5_19"))
     bad = violating_nodes(g)
     lengths = nx.single_source_shortest_path_length(g, 0)
     assert min(lengths[n] for n in bad) == 15

@@ -28,7 +28,7 @@ def test_meta(itf: dict[str, Any]) -> None:
     meta = itf["#meta"]
     assert meta["format"] == "ITF"
     assert meta["format-description"].startswith("https://")
-    assert meta["source"].endswith("sglang_disagg_v0_5_20.py")
+    assert meta["source"].endswith("sglang_disagg_v0_5_19.py")
     assert meta["invariant"] == "no_foreign_read"
     assert "no_foreign_read" in meta["description"]
 

@@ -188,7 +188,7 @@ def test_the_picture_folds_pages_nothing_touched() -> None:
     from ownership.render.graphviz_bin import render
 
     # 32 decode pages (page_size 2, 64 tokens): the 15-step leak touches only a few of them.
-    r = explore(instance("sglang_disagg_v0_5_20", decode_pool_tokens=64))
+    r = explore(instance("sglang_disagg_v0_5_19", decode_pool_tokens=64))
     assert r.trace is not None
     dot = trace_to_dot(r.trace)
     folded = re.search(r"(\d+) untouched pages", dot)

@@ -47,8 +47,8 @@ def test_every_operator() -> None:
     assert kinds == {"delete-require", "flip-compare", "swap-boolop", "negate-if", "drop-call", "const+1", "const-1"}
     # and/or flips every keyword of the chain, parenthesised so precedence cannot change
     swap = next(m for m in generate_mutants(SPECS / "sglang_disagg_v0_5_21.py") if m.kind == "swap-boolop")
-    assert swap.old == "if s.d_finished[r] == Finish.ABORT or s.d_to_finish[r]: # FIX: to_finish is a rejection too"
-    assert swap.new == "if (s.d_finished[r] == Finish.ABORT and s.d_to_finish[r]): # FIX: to_finish is a rejection too"
+    assert swap.old == "require(s.p_queue[r] == PrefillQ.IDLE and s.d_queue[r] == DecodeQ.IDLE)"
+    assert swap.new == "require((s.p_queue[r] == PrefillQ.IDLE or s.d_queue[r] == DecodeQ.IDLE))"
 
 
 def test_killed_survived_equivalent() -> None:

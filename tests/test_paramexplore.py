@@ -20,7 +20,7 @@ SOLVER = Path(__file__).resolve().parent / "solver"
 
 @pytest.mark.slow
 def test_smallest_leaking_prompt_is_the_admission_limit() -> None:
-    inst = instance("sglang_disagg_v0_5_20")
+    inst = instance("sglang_disagg_v0_5_19")
     r = explore_params(inst, ParamOptions(free=("prompt_tokens",), minimize="prompt_tokens"))
     p = inst.param_values
     limit = min(p["context_len"] - 1, p["prefill_pool_tokens"] - 1)  # managers/utils.py max_req_input_len
@@ -58,7 +58,7 @@ def test_boundary_in_closed_form_and_maximize() -> None:
 @pytest.mark.slow
 def test_cli_free_minimize_prints_the_value_and_writes_the_trace(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [
-        "check", str(SPECS / "sglang_disagg_v0_5_20.py"), "--free", "prompt_tokens", "--minimize", "prompt_tokens",
+        "check", str(SPECS / "sglang_disagg_v0_5_19.py"), "--free", "prompt_tokens", "--minimize", "prompt_tokens",
         "--out", str(tmp_path), "--no-render",
     ])
     assert res.exit_code == 1, res.output
@@ -69,7 +69,7 @@ def test_cli_free_minimize_prints_the_value_and_writes_the_trace(tmp_path: Path)
 
 
 def test_minimize_needs_free() -> None:
-    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_20.py"), "--minimize", "prompt_tokens"])
+    res = CliRunner().invoke(app, ["check", str(SPECS / "sglang_disagg_v0_5_19.py"), "--minimize", "prompt_tokens"])
     assert res.exit_code == 2 and "need --free" in res.output
 
 
@@ -78,7 +78,7 @@ def test_unsafe_region_over_pool_size_and_context_length() -> None:
     """The check the incident's operators did not enforce, as a region of deployments."""
     opts = ParamOptions(free=("prefill_pool_tokens", "context_len"),
                         where=("prefill_pool_tokens <= 6", "context_len <= 10"))
-    r = explore_params(instance("sglang_disagg_v0_5_20", prompt_tokens=4), opts)
+    r = explore_params(instance("sglang_disagg_v0_5_19", prompt_tokens=4), opts)
     assert r.verdict is Verdict.VIOLATED
     text = " ".join(r.notes)
     # Split into cases by the prefill pool's page count, explained with the spec's own formulas.
@@ -103,7 +103,7 @@ INCIDENT = {
 @pytest.mark.slow
 def test_incident_configuration_smallest_leaking_prompt_and_the_fix() -> None:
     opts = ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= context_len",), minimize="prompt_tokens")
-    r = explore_params(instance("sglang_disagg_v0_5_20", **INCIDENT), opts)
+    r = explore_params(instance("sglang_disagg_v0_5_19", **INCIDENT), opts)
     assert r.extremum == ("prompt_tokens", 681_279)  # min(context_len - 1, prefill_pool_tokens - 1)
     fixed = explore_params(instance("sglang_disagg_v0_5_21", **INCIDENT),
                            ParamOptions(free=("prompt_tokens",), where=("prompt_tokens <= context_len",)))

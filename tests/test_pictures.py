@@ -103,7 +103,7 @@ def test_the_fork_picture_has_block_cells_with_holders_and_counts() -> None:
 # -- the story names the root cause --------------------------------------------------------------
 ROOT_CAUSES = {
     # name: (root-cause step, symptom step, what the root-cause step is)
-    "sglang_disagg_v0_5_20": (2, 15, "arrive(B, 6)"),  # the prompt is swapped for a one-token placeholder
+    "sglang_disagg_v0_5_19": (2, 15, "arrive(B, 6)"),  # the prompt is swapped for a one-token placeholder
     "tgi_prefix_published_before_write_buggy": (5, 6, "next_batch_below_min_size(B, x)"),  # unwritten block published
     "radix_lock_skips_leaf_buggy": (5, 5, "prefill(B, xy)"),  # the matched node is not locked, then evicted
     "vllm_fork_double_free_buggy": (3, 4, "append_slot(A)"),  # copy-on-write drops A's reference to B1
@@ -151,7 +151,7 @@ def test_the_story_names_the_root_cause_step(name: str) -> None:
 
 
 def test_the_placeholder_step_is_named_with_the_fields_it_set() -> None:
-    story = story_of(committed("sglang_disagg_v0_5_20"))
+    story = story_of(committed("sglang_disagg_v0_5_19"))
     assert story.page is not None and story.page.sized == (2, "p_input_len=1, p_to_finish=true, d_input_len=6")
     assert story.beats[0].text.startswith("arrive(B, 6) sets B's p_input_len=1")
 
@@ -297,7 +297,7 @@ def test_the_text_table_keeps_block_holders_that_no_event_explains() -> None:
     table = "\n".join(trace_table(trace, ghosts=trace.schema.ghosts or ()))
     fork = table.split("fork(A, B)", 1)[1].split("append_slot(A)", 1)[0]
     assert "gpu_holders[B0]:" in fork and "{A}->{A,B}" in fork
-    incident = committed("sglang_disagg_v0_5_20")
+    incident = committed("sglang_disagg_v0_5_19")
     assert "decode_holders" not in "\n".join(trace_table(incident))
 
 

@@ -29,7 +29,7 @@ def test_readme_example_spec_finds_its_bug(tmp_path: Path) -> None:
 
 
 def test_readme_names_the_two_commands() -> None:
-    assert ".venv/bin/ownership check specs/sglang_disagg_v0_5_20.py" in README
+    assert ".venv/bin/ownership check specs/sglang_disagg_v0_5_19.py" in README
     assert ".venv/bin/python -m pytest" in README
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from conftest import CORPUS, ROOT, SPECS
 from ownership.cli import app
 
-V21 = SPECS / "sglang_disagg_v0_5_20.py"
+V21 = SPECS / "sglang_disagg_v0_5_19.py"
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "chrome-headless-shell")
 
 
@@ -78,7 +78,7 @@ def v21_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     os.chdir(ROOT)
     try:
         return _report(
-            tmp_path_factory.mktemp("report"), "specs/sglang_disagg_v0_5_20.py", "specs/sglang_disagg_v0_5_21.py"
+            tmp_path_factory.mktemp("report"), "specs/sglang_disagg_v0_5_19.py", "specs/sglang_disagg_v0_5_21.py"
         )
     finally:
         os.chdir(old)
@@ -99,14 +99,14 @@ def test_report_is_self_contained_and_complete(v21_report: tuple[str, str]) -> N
     svgs = [cls for tag, _, cls in page.tags if tag == "svg"]
     assert len(svgs) == 1 and any("figure" in c for c in svgs[0])
     headline = " ".join("".join(page.text_by_class["violation-headline"]).split())
-    assert headline == "VIOLATED no_foreign_read in sglang_disagg_v0_5_20 (explore)"
+    assert headline == "VIOLATED no_foreign_read in sglang_disagg_v0_5_19 (explore)"
     text = " ".join("".join(page.text).split())
     assert "B reads D0, which holds A's KV" in text
     # Summary and source reference of both specs, parameters, verdict badges.
     for needle in (
-        "SGLang <=0.5.20 PD disaggregation: rejected prompt admitted by decode reads stale KV",
+        "SGLang 0.5.5-0.5.19 PD disaggregation: rejected prompt admitted by decode reads stale KV",
         "disaggregation/decode.py DecodePreallocQueue.pop_preallocated, _pre_alloc, pop_transferred",
-        "sglang PR #38704",
+        "sglang PR #38935",
         "prefill_pool_tokens",
         "found a violation after",
         "all reachable states of this instance checked",
@@ -120,7 +120,7 @@ def test_report_is_self_contained_and_complete(v21_report: tuple[str, str]) -> N
     n = _line_of(V21, "def decode_pop_preallocated")
     assert re.search(rf'<td class="ln">{n}</td><td>def decode_pop_preallocated\(s, r: ReqId\):', doc)
     # Reproduce command and the diagnosis.
-    assert "ownership check specs/sglang_disagg_v0_5_20.py" in text
+    assert "ownership check specs/sglang_disagg_v0_5_19.py" in text
     assert "every path to no_foreign_read passes through: decode_pop_preallocated(r)" in text
     assert "p_to_finish[r] = yes" in text and "kv_tokens[r] &lt; d_input_len[r]" in doc
 
@@ -200,5 +200,5 @@ def test_report_renders_in_headless_chromium(v21_report: tuple[str, str], tmp_pa
     attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1)))
     assert float(attrs["svg-width"]) > 100 and float(attrs["svg-height"]) > 100, attrs
     assert float(attrs["head-width"]) > 0
-    assert " ".join(attrs["head-text"].split()) == "VIOLATED no_foreign_read in sglang_disagg_v0_5_20 (explore)"
+    assert " ".join(attrs["head-text"].split()) == "VIOLATED no_foreign_read in sglang_disagg_v0_5_19 (explore)"
     assert "<svg" in dom

@@ -173,7 +173,7 @@ def test_mode_restores_on_an_exception() -> None:
 
 def test_engines_leave_the_callers_modes_as_they_were() -> None:
     # Engines used to reset the modes to "recording, no reduction" whatever they had been.
-    inst = instance("sglang_disagg_v0_5_20")
+    inst = instance("sglang_disagg_v0_5_19")
     doms = tuple(inst.spec.domains)
     with inst.mode(recording=False, choice_reduction=doms[:1]):
         explore(inst, ExploreOptions(max_states=200))

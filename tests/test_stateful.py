@@ -70,7 +70,7 @@ def test_an_action_never_enabled_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_rules_are_per_action_not_per_instance() -> None:
-    inst = instance("sglang_disagg_v0_5_20", requests=16)
+    inst = instance("sglang_disagg_v0_5_19", requests=16)
     cls = machine_class(inst)
     rules = [n for n in vars(cls) if not n.startswith("_") and callable(getattr(cls, n))]
     assert len(inst.action_instances) > 100
@@ -79,7 +79,7 @@ def test_rules_are_per_action_not_per_instance() -> None:
 
 @pytest.mark.slow
 def test_runs_where_exhaustive_search_cannot() -> None:
-    inst = instance("sglang_disagg_v0_5_20", requests=16, decode_pool_tokens=512, prefill_pool_tokens=256, context_len=1024)
+    inst = instance("sglang_disagg_v0_5_19", requests=16, decode_pool_tokens=512, prefill_pool_tokens=256, context_len=1024)
     r = check_stateful(inst, HypothesisOptions(max_examples=3, steps=40, seed=0))
     assert r.verdict in (Verdict.BOUNDED_OK, Verdict.VIOLATED)
     assert r.stats.transitions > 0 and r.stats.states > 1

@@ -183,7 +183,7 @@ class Source:
     links: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """``SGLang 0.5.20: decode.py DecodePreallocQueue.pop_preallocated, ...``."""
+        """``SGLang 0.5.19: decode.py DecodePreallocQueue.pop_preallocated, ...``."""
         head = f"{self.engine} {self.version}".strip()
         return f"{head}: {', '.join(self.where)}" if self.where else head
 

@@ -59,7 +59,7 @@ def _exec_spec_module(p: Path, source: str) -> ModuleType:
         raise OwnershipError(Code.SPEC_IMPORT, "cannot import", str(p))
     module = importlib.util.module_from_spec(spec_obj)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
-    # A fixed spec imports the shipped one it patches (``import sglang_disagg_v0_5_20``).
+    # A fixed spec imports the shipped one it patches (``import sglang_disagg_v0_5_19``).
     # The finder resolves that import to the module this process already loaded
     # from that file, so the base spec runs once and there is one Spec object for it.
     # Other modules of the folder (a package of helpers) stay importable as before.

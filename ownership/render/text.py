@@ -58,7 +58,7 @@ def format_value(value: Any) -> str:
 
 
 def headline(result: CheckResult) -> str:
-    """``VIOLATED  no_foreign_read  in sglang_disagg_v0_5_20 (explore)``.
+    """``VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19 (explore)``.
 
     A qualified safe verdict says so: ``PROVED (vacuous: 1 action never
     fired)  spec (explore)``.

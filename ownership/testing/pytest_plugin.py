@@ -4,7 +4,7 @@ Installed with the package (entry point ``pytest11``) and inactive until
 asked for::
 
     pytest --ownership specs/                      # the specs next to the usual tests
-    pytest --ownership --ownership-engine explore,bmc specs/sglang_disagg_v0_5_20.py
+    pytest --ownership --ownership-engine explore,bmc specs/sglang_disagg_v0_5_19.py
 
 With ``--ownership`` every ``*.py`` file that imports ``ownership`` (not a
 test module, not ``conftest.py``, not starting with ``_``) is loaded as a

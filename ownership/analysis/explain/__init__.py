@@ -38,7 +38,7 @@ check here would block every path".
 * A condition on fields the action never reads (on any of those steps) is
   **unchecked**; the first necessary action, in path order, where a given
   condition is unchecked is where a missing check would have caught every
-  violating path (for the SGLang v0.5.20 leak: decode admission of a request
+  violating path (for the SGLang v0.5.19 leak: decode admission of a request
   with a pending rejection, and the commit of a transfer shorter than the
   reservation).
 
