@@ -260,7 +260,7 @@ def test_default_options_find_every_known_bug(name: str) -> None:
     assert len(r.trace) <= len(expected.trace) + 3  # shrunk to near the shortest
 
 
-def test_cli_hypothesis_finds_the_v0_5_20_leak_with_default_options(tmp_path: Path) -> None:
+def test_cli_hypothesis_finds_the_v0_5_19_leak_with_default_options(tmp_path: Path) -> None:
     code, out = _cli("check", str(SPECS / "sglang_disagg_v0_5_19.py"), "--engine", "hypothesis", "--derandomize", "--no-render",
                      "--no-progress", "--out", str(tmp_path))
     assert code == 1, out

@@ -30,7 +30,7 @@ def test_pinned_state_counts(name: str, symmetry: bool) -> None:
     assert (result.verdict, s.states, s.transitions, s.depth) == PINNED[(name, symmetry)]
 
 
-def test_v0_5_20_counterexample_is_shortest_and_shows_the_leak() -> None:
+def test_v0_5_19_counterexample_is_shortest_and_shows_the_leak() -> None:
     result = explore(instance("sglang_disagg_v0_5_19"))
     assert result.violated == "no_foreign_read"
     trace = result.trace

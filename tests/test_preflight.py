@@ -110,7 +110,12 @@ def test_two_starts_with_different_pools_in_one_file_contradict(tmp_path: Path) 
 
 # -- the release table, roles, versions ---------------------------------------------------------
 def test_release_table_rows() -> None:
-    assert releases.release_for("sglang", (0, 5, 20)).spec == "sglang_disagg_v0_5_20.py"  # type: ignore[union-attr]
+    assert releases.release_for("sglang", (0, 5, 19)).spec == "sglang_disagg_v0_5_19.py"  # type: ignore[union-attr]
+    assert releases.release_for("sglang", (0, 5, 5)).vulnerable  # type: ignore[union-attr]  # PR #12312's to_finish
+    assert releases.release_for("sglang", (0, 5, 4)) is None  # finished_reason set directly: another path
+    fixed_by_prefill = releases.release_for("sglang", (0, 5, 20))
+    assert fixed_by_prefill is not None and fixed_by_prefill.spec == "sglang_disagg_v0_5_20.py"
+    assert not fixed_by_prefill.vulnerable  # PR #36988: prefill retires the stub instead of sending it
     assert releases.release_for("sglang", (0, 5, 11)).vulnerable  # type: ignore[union-attr]  # the incident
     assert releases.release_for("sglang", (0, 5, 21)).spec == "sglang_disagg_v0_5_21.py"  # type: ignore[union-attr]
     assert releases.release_for("sglang", (0, 6, 0)) is None
@@ -122,7 +127,7 @@ def test_release_table_rows() -> None:
 def test_nodes_swapped_is_a_contradiction() -> None:
     p, d = read_node(DATA / "incident-prefill.log"), read_node(DATA / "incident-decode.log")
     with pytest.raises(OwnershipError) as err:
-        deployment(d, p, "0.5.20")
+        deployment(d, p, "0.5.19")
     assert err.value.code is Code.PREFLIGHT_CONTRADICTORY and "disaggregation_mode is 'decode'" in err.value.message
 
 
@@ -133,8 +138,8 @@ def test_a_log_needs_a_version_and_a_json_version_must_match() -> None:
     assert err.value.code is Code.PREFLIGHT_VERSION and err.value.exit_code == 2
     jp, jd = read_node(DATA / "server-info-prefill.json"), read_node(DATA / "server-info-decode.json")
     assert deployment(jp, jd, None).version == "0.5.23"
-    with pytest.raises(OwnershipError, match="--version says 0.5.20") as err:
-        deployment(jp, jd, "0.5.20")
+    with pytest.raises(OwnershipError, match="--version says 0.5.19") as err:
+        deployment(jp, jd, "0.5.19")
     assert err.value.code is Code.PREFLIGHT_CONTRADICTORY and err.value.line == 555
 
 
@@ -149,14 +154,14 @@ def test_not_covered_vllm_single_node_unknown_release_and_truncation(tmp_path: P
     (why,) = _not_covered(read_node(DATA / "vllm-node.log"), None, None)
     assert "no library spec models vLLM" in why and "check_enough_kv_cache_memory" in why and "this pool holds one" in why
     p, d = read_node(DATA / "incident-prefill.log"), read_node(DATA / "incident-decode.log")
-    assert "single-node" in _not_covered(p, None, "0.5.20")[0]
+    assert "single-node" in _not_covered(p, None, "0.5.19")[0]
     assert "no row of the release table" in _not_covered(p, d, "0.6.0")[0]
     truncating = tmp_path / "t.log"
     truncating.write_text((DATA / "incident-decode.log").read_text().replace(
         "'allow_auto_truncate': False", "'allow_auto_truncate': True"))
-    assert "allow_auto_truncate is on" in _not_covered(p, read_node(truncating), "0.5.20")[0]
+    assert "allow_auto_truncate is on" in _not_covered(p, read_node(truncating), "0.5.19")[0]
     other = node_log(tmp_path, "decode", context=1_048_576, pool=1_114_112, page=32)
-    assert "different page sizes" in _not_covered(p, read_node(other), "0.5.20")[0]
+    assert "different page sizes" in _not_covered(p, read_node(other), "0.5.19")[0]
 
 
 # -- mapping and the page-size scaling ------------------------------------------------------
@@ -189,7 +194,7 @@ def test_scaled_instance_has_the_unscaled_verdict_and_range(lp: int, ld: int, re
     """The scaling argument of ownership.preflight.mapping, checked where the unscaled instance can be explored too."""
     scaled, unscaled = spec_params(lp, ld, real), spec_params(lp, ld, real, max_pages=100)
     assert scaled.page_size != unscaled.page_size == real
-    a, b = (analyse(SPECS / "sglang_disagg_v0_5_20.py", m, None) for m in (scaled, unscaled))
+    a, b = (analyse(SPECS / "sglang_disagg_v0_5_19.py", m, None) for m in (scaled, unscaled))
     assert (a.verdict, a.violated) == (b.verdict, b.violated) == ("VIOLATED", a.violated)
     assert a.region == b.region
     assert _leaking(a, scaled)[0] == _leaking(b, unscaled)[0] == (min(lp, ld), max(lp, ld) - 1)
@@ -199,7 +204,7 @@ def test_scaled_instance_has_the_unscaled_verdict_and_range(lp: int, ld: int, re
 # -- verdicts ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_incident_on_0_5_20_is_unsafe_with_the_exact_leaking_range() -> None:
-    dep = deployment(read_node(DATA / "incident-prefill.log"), read_node(DATA / "incident-decode.log"), "0.5.20")
+    dep = deployment(read_node(DATA / "incident-prefill.log"), read_node(DATA / "incident-decode.log"), "0.5.19")
     r = evaluate(dep)
     assert r.status is Status.UNSAFE and r.analysis is not None and r.analysis.violated == "no_foreign_read"
     lp, ld = min(1_048_575, 681_279) - 5, min(1_048_575, 1_114_111) - 5
@@ -221,7 +226,7 @@ def test_incident_on_0_5_23_from_server_info_is_safe() -> None:
 def test_0_5_20_with_the_context_lowered_to_the_pool_is_safe(tmp_path: Path) -> None:
     p = node_log(tmp_path, "prefill", context=681_280, pool=681_280, page=64)
     d = node_log(tmp_path, "decode", context=681_280, pool=1_114_112, page=64)
-    r = evaluate(deployment(read_node(p), read_node(d), "0.5.20"))
+    r = evaluate(deployment(read_node(p), read_node(d), "0.5.19"))
     assert r.status is Status.SAFE and r.release is not None and r.release.vulnerable
     assert r.limits is not None and r.limits[0].tokens == r.limits[1].tokens == 681_274
 
@@ -231,6 +236,6 @@ def test_small_deployment_unsafe_range_follows_the_page_size(tmp_path: Path) -> 
     """At page size 4 a 4-token prompt is one page: the leak starts at 5, and no one-line range is claimed."""
     p = node_log(tmp_path, "prefill", context=16, pool=10, page=4)
     d = node_log(tmp_path, "decode", context=16, pool=16, page=4)
-    r = evaluate(deployment(read_node(p), read_node(d), "0.5.20"), check_remedy=False)
+    r = evaluate(deployment(read_node(p), read_node(d), "0.5.19"), check_remedy=False)
     assert r.status is Status.UNSAFE and r.leaking is None
     assert r.analysis is not None and r.analysis.region is not None and "for some values" in r.analysis.region

@@ -51,7 +51,7 @@ def test_not_covered_exits_5_with_the_reason_and_json(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "code", "status", "needles"), [
     (["--prefill", "nope.log", "--decode", DECODE], "OWN075", 6, ["nope.log: cannot read"]),
-    (["--prefill", PREFILL, "--decode", PREFILL, "--version", "0.5.20"], "OWN077", 6,
+    (["--prefill", PREFILL, "--decode", PREFILL, "--version", "0.5.19"], "OWN077", 6,
      ["incident-prefill.log:1: given as the decode node"]),
     (["--prefill", PREFILL, "--decode", DECODE], "OWN078", 2, ["pass --version"]),
     (["--prefill", PREFILL, "--decode", DECODE, "--version", "latest"], "OWN078", 2, ["'latest'"]),
@@ -78,18 +78,18 @@ def test_unwritable_json_is_refused_before_reading(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_incident_unsafe_exit_1_text_and_json(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.20", "--json", str(out))
+    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.19", "--json", str(out))
     assert res.exit_code == 1, res.output
     lines = res.stdout.splitlines()
-    assert lines[0] == "UNSAFE  sglang 0.5.20 prefill/decode disaggregation"
+    assert lines[0] == "UNSAFE  sglang 0.5.19 prefill/decode disaggregation"
     assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read): prefill rejects them" in res.stdout
-    assert "  remedy: upgrade both nodes to SGLang >= 0.5.21" in lines
+    assert "  remedy: upgrade both nodes to SGLang >= 0.5.20" in lines
     assert any(ln.startswith("  remedy: or restart both nodes with --context-length 681280 (checked: SAFE") for ln in lines)
     assert any(ln.startswith("  reproduce: ownership check ") for ln in lines)
     doc = json.loads(out.read_text())
     assert set(doc) == KEYS
     assert (doc["verdict"], doc["exit_code"], doc["leaking_prompt_tokens"]) == ("UNSAFE", 1, {"min": 681_274, "max": 1_048_569})
-    assert doc["remedy"] == {"upgrade_to": "0.5.21", "context_length": 681_280, "context_length_checked": "PROVED"}
+    assert doc["remedy"] == {"upgrade_to": "0.5.20", "context_length": 681_280, "context_length_checked": "PROVED"}
     assert doc["covered"]["verdict"] == "VIOLATED" and doc["covered"]["states"] > 0
     assert doc["limits"] == {"prefill": 681_274, "decode": 1_048_570}
 
@@ -99,7 +99,7 @@ def test_the_reproduce_command_gives_the_same_region(tmp_path: Path) -> None:
     """The printed ``ownership check`` line runs as written and describes the same region."""
     import shlex
 
-    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.20", "--no-check-remedy")
+    res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.19", "--no-check-remedy")
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("  reproduce: ownership check "))
     argv = shlex.split(line.removeprefix("  reproduce: ownership "))
     argv[1] = str(ROOT / argv[1])
@@ -139,7 +139,7 @@ def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch:
     assert res.exit_code == 1, res.output
     assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read)" in res.stdout
     assert "(checked: SAFE at that length, 0.1s)" in res.stdout
-    assert "release: SGLang 0.5.0 to 0.5.20 (affected" in res.stdout
+    assert "release: SGLang 0.5.5 to 0.5.19 (affected" in res.stdout
     # the remedy was checked at the lowered context: both limits equal there
     assert calls[1]["prefill_pool_tokens"] == calls[1]["decode_pool_tokens"] == 681_275
     doc = json.loads(out.read_text())

@@ -111,7 +111,7 @@ def test_readme_preflight_command_works_as_written(tmp_path: Path, monkeypatch: 
 @pytest.mark.slow
 def test_readme_pool_versus_context_command_works_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _as_written(tmp_path, monkeypatch)
-    argv = _readme_command("ownership check specs/sglang_disagg_v0_5_20.py --free prefill_pool_tokens")
+    argv = _readme_command("ownership check specs/sglang_disagg_v0_5_19.py --free prefill_pool_tokens")
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 1, res.output
     assert "cases by domain size" in res.stdout

@@ -110,12 +110,12 @@ def _sarif(root: Path, *args: str, monkeypatch: pytest.MonkeyPatch, exit_code: i
 
 
 def test_a_violated_spec_from_the_repository_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = _sarif(ROOT, "check", str(SPECS / "sglang_disagg_v0_5_20.py"), "--no-render", "--out", str(tmp_path),
+    log = _sarif(ROOT, "check", str(SPECS / "sglang_disagg_v0_5_19.py"), "--no-render", "--out", str(tmp_path),
                  monkeypatch=monkeypatch, exit_code=1, out=tmp_path / "o.sarif")
     (result,) = log["runs"][0]["results"]
     (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
     assert result["ruleId"] == rule["id"] == "no_foreign_read"
-    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "specs/sglang_disagg_v0_5_20.py"
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "specs/sglang_disagg_v0_5_19.py"
     assert rule["fullDescription"]["text"] in rule["help"]["text"]
     assert log["runs"][0]["tool"]["driver"]["informationUri"] == rule["helpUri"]
 
