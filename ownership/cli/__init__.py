@@ -86,7 +86,7 @@ def _register() -> None:
     for name, command in (
         ("check", checking.check), ("report", checking.report), ("list", tools.list_specs), ("mbt", tools.mbt),
         ("replay", tools.replay), ("render", tools.render), ("test", checking.test_specs), ("graph", tools.graph),
-        ("prove", checking.prove), ("mutate", tools.mutate),
+        ("prove", checking.prove), ("mutate", tools.mutate), ("validate", tools.validate),
     ):
         app.command(name)(command)
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ownership import inputs, session
-from ownership.cli.common import MaxDomainOpt, ParamOpt, parse_params
+from ownership.cli.common import JsonOpt, MaxDomainOpt, ParamOpt, parse_params
 from ownership.errors import Code, ExitCode, OwnershipError
 
 
@@ -235,3 +235,36 @@ def mutate(
         except OSError as exc:
             raise OwnershipError(Code.BAD_OPTION, f"--json: cannot write: {exc.strerror or exc}", str(json_out)) from None
     raise typer.Exit(int(ExitCode.OK if report.ok else ExitCode.VIOLATION))
+
+
+def validate(
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC", help="The spec the run must be a behaviour of (it declares spec.log_ids and spec.logs).")],
+    log_path: Annotated[Path, typer.Argument(metavar="LOG", help="The event log of the run (JSON lines, docs/event-log.md).")],
+    max_gap: Annotated[int, typer.Option(help="Unlogged internal steps allowed between two logged events.")] = 2,
+    max_configs: Annotated[int, typer.Option(help="Configurations (spec state + id bindings) kept per line; dropping some makes a rejection inconclusive.")] = 10_000,
+    param: ParamOpt = None,
+    json_out: JsonOpt = None,
+) -> None:
+    """Check a recorded event log against SPEC: VALIDATED (exit 0), or REJECTED at the first line no behaviour explains (exit 1)."""
+    from ownership.session.validate import validate as run_validate
+    from ownership.validate.report import json_report, text_report
+    from ownership.validate.search import ValidateOptions
+
+    inputs.check_count("--max-gap", max_gap, 0)
+    inputs.check_count("--max-configs", max_configs, 1)
+    params = parse_params(param)
+    started = time.monotonic()
+
+    def progress(line: int, configs: int) -> None:
+        sys.stderr.write(f"  ... event {line:,}, {configs:,} configurations, {time.monotonic() - started:.0f}s\n")
+
+    result = run_validate(spec_path, log_path, ValidateOptions(max_gap=max_gap, max_configs=max_configs), params,
+                          progress)
+    for line in text_report(result):
+        typer.echo(line)
+    if json_out is not None:
+        import json
+
+        with inputs.writing(json_out, "--json"):
+            json_out.write_text(json.dumps(json_report(result, max_gap), indent=1) + "\n", encoding="utf-8")
+    raise typer.Exit(result.exit_code)
