@@ -35,8 +35,8 @@ from ownership.lang.guard import Disabled
 from ownership.lang.instance import Instance, State
 from ownership.lang.logmap import LogIds, LogRule
 from ownership.lang.successors import ActionInstance
-from ownership.lang.types import Ref, RefSet
 from ownership.validate.eventlog import EventLog, LogEvent
+from ownership.validate.renaming import Renamer
 
 Binding = tuple[tuple[str, int], ...]
 """Log ids bound to element indices, sorted by id (hashable, so configurations dedupe)."""
@@ -124,29 +124,13 @@ class Validator:
         self.by_action: dict[str, list[ActionInstance]] = {}
         for ai in inst.action_instances:
             self.by_action.setdefault(ai.action.name, []).append(ai)
-        self.ref_cells = {d: self._ref_cells(d) for d in (ids.req, ids.content) if d is not None}
+        self.renamers = {d.name: Renamer(inst, d) for d in (ids.req, ids.content) if d is not None}
         self.page_of_cell: dict[int, int] = {}
         for e, cells in enumerate(inst.element_cells[ids.pages.name]):
             for c in cells:
                 self.page_of_cell[c] = e
 
     # -- the elements behind log ids ------------------------------------------------
-    def _ref_cells(self, d: Domain) -> list[tuple[int, bool]]:
-        """Cells whose value names an element of ``d``: (position, is a set)."""
-        out: list[tuple[int, bool]] = []
-        for var in self.inst.spec.vars.values():
-            if isinstance(var.type, (Ref, RefSet)) and var.type.domain == d.name:
-                lay = self.inst.layouts[var.name]
-                out.extend((lay.offset + k, isinstance(var.type, RefSet)) for k in range(lay.length))
-        return out
-
-    def _signature(self, d: Domain, e: int, state: State) -> tuple[Any, ...]:
-        """What distinguishes element ``e`` of ``d`` in ``state``: its own cells and the cells naming it."""
-        own = tuple(state[c] for c in self.inst.element_cells[d.name][e])
-        named = tuple(i for i, (c, is_set) in enumerate(self.ref_cells[d])
-                      if (state[c] is not None and (state[c] >> e & 1 if is_set else state[c] == e)))
-        return own, named
-
     def _fresh(self, d: Domain, binding: Binding, state: State, release_unnamed: bool) -> list[tuple[int, Binding]]:
         """Elements an id seen for the first time may stand for, with the binding they leave.
 
@@ -161,13 +145,13 @@ class Validator:
         for e in range(self.inst.sizes[d.name]):
             if e not in owner:
                 options.append((e, binding))
-            elif release_unnamed and not self._signature(d, e, state)[1]:
+            elif release_unnamed and not self.renamers[d.name].signature(e, state)[1]:
                 options.append((e, tuple((k, v) for k, v in binding if v != e)))
         if d.symmetric:
             seen: set[tuple[Any, ...]] = set()
             kept = []
             for e, b in options:
-                sig = self._signature(d, e, state)
+                sig = self.renamers[d.name].signature(e, state)
                 if sig not in seen:
                     seen.add(sig)
                     kept.append((e, b))
@@ -219,17 +203,32 @@ class Validator:
         out: list[Config] = []
         uses = _fields_used(rule)
         req_key = ev.req if "req" in uses or ev.kind == "finish" else None
-        for req, reqs in self._bind(self.ids.req, req_key, c.reqs, c.state, False):
-            for content, keys in self._bind(self.ids.content, key if "content" in uses else None, c.keys, c.state,
-                                            True):
+        req_options = self._bind(self.ids.req, req_key, c.reqs, c.state, False)
+        key_options = self._bind(self.ids.content, key if "content" in uses else None, c.keys, c.state, True)
+        if why is not None:
+            for options, d, what in ((req_options, self.ids.req, f"request {ev.req!r}"),
+                                     (key_options, self.ids.content, f"content key {key!r}")):
+                if not options and d is not None:
+                    why.append(("-", f"no element of {d.name} is free for {what}: all "
+                                     f"{self.inst.sizes[d.name]} stand for ids still in use (a larger instance: --param)"))
+        for req, reqs in req_options:
+            for content, keys in key_options:
                 if ev.kind == "finish":
                     reqs = tuple(x for x in reqs if x[0] != ev.req)
                 values = {"req": req, "page": self.page_elem.get(page) if page is not None else None,
                           "content": content, "src_page": self.page_elem.get(src) if src is not None else None}
                 e = self._event_values(ev, values, keys)
                 for state in self._run(rule, c.state, ev, values, e, why):
-                    out.append(Config(state, reqs, keys))
+                    out.append(self.canonical(Config(state, reqs, keys)))
         return out
+
+    def canonical(self, c: Config) -> Config:
+        """``c`` with the unbound elements of its symmetric domains renamed canonically (see :mod:`.renaming`)."""
+        state = c.state
+        for d, binding in ((self.ids.req, c.reqs), (self.ids.content, c.keys)):
+            if d is not None and d.symmetric:
+                state = self.renamers[d.name].canonical(state, {e for _, e in binding})
+        return c if state is c.state else Config(state, c.reqs, c.keys)
 
     def _event_values(self, ev: LogEvent, values: dict[str, int | None], keys: Binding) -> SimpleNamespace:
         """What a rule's ``where`` sees: the event's values as elements of the spec's domains."""
@@ -329,7 +328,7 @@ class Validator:
             for c in frontier:
                 for ai in self.internal:
                     for succ in self.inst.successors_of(c.state, ai):
-                        n = Config(succ.state, c.reqs, c.keys)
+                        n = self.canonical(Config(succ.state, c.reqs, c.keys))
                         if n not in seen:
                             seen[n] = None
                             nxt.append(n)
