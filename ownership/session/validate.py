@@ -22,7 +22,7 @@ def _misfit(log: EventLog, message: str) -> OwnershipError:
     return OwnershipError(Code.LOG_MISFIT, message, log.path, 1)
 
 
-def validate(spec_path: Path, log_path: Path, options: ValidateOptions = ValidateOptions(),
+def validate(spec_path: Path, log_path: Path, options: ValidateOptions | None = None,
              params: Mapping[str, int] | None = None,
              progress: Callable[[int, int], None] | None = None) -> ValidationResult:
     """Validate the log at ``log_path`` against the spec at ``spec_path`` (``params`` override the header's)."""
@@ -58,4 +58,4 @@ def validate(spec_path: Path, log_path: Path, options: ValidateOptions = Validat
         raise _misfit(log, f"node {node!r} has {want} usable pages ({nodes[node].pages} minus reserved "
                            f"{list(nodes[node].reserved)}), but the instance's {ids.pages.name} has {have} "
                            f"({inst.describe_params()})")
-    return Validator(inst, ids, log_rules(spec), log, node, options).run(progress)
+    return Validator(inst, ids, log_rules(spec), log, node, options or ValidateOptions()).run(progress)

@@ -80,7 +80,9 @@ def _header(path: str, obj: dict[str, Any]) -> LogHeader:
     for name, node in nodes.items():
         if not isinstance(node, dict):
             raise _err(Code.LOG_SCHEMA, path, 1, f"header: node {name!r} must be an object")
-        pages, size, reserved = node.get("pages"), node.get("page_size"), node.get("reserved", [])
+        pages: Any = node.get("pages")
+        size: Any = node.get("page_size")
+        reserved: Any = node.get("reserved", [])
         if not _int(pages) or pages < 1:
             raise _err(Code.LOG_SCHEMA, path, 1, f"header: node {name!r} needs \"pages\", a positive int, got {pages!r}")
         if not _int(size) or size < 1:

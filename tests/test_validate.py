@@ -1,0 +1,308 @@
+"""``ownership validate``: recorded event logs checked against specs (trace validation)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from ownership.cli import app
+from ownership.errors import OwnershipError
+from ownership.lang.model import Spec
+from ownership.session.validate import validate
+from ownership.validate.search import ValidateOptions
+
+VLLM = ROOT / "specs" / "vllm_block_pool.py"
+HEADER = {"schema": "ownership.events/1", "engine": "vllm", "engine_version": "0.33.0",
+          "nodes": {"gpu": {"pages": 5, "page_size": 4, "reserved": [0]}}, "source": "test"}
+
+# Two requests share a cached prefix block; the frees put blocks back in the order vLLM's
+# free queue keeps (unhashed at the front, hashed at the back), which the last alloc follows.
+CLEAN: list[dict[str, Any]] = [
+    {"event": "alloc", "req": "r1", "node": "gpu", "pages": [1, 2]},
+    {"event": "write", "req": "r1", "node": "gpu", "pages": [1, 2], "content": ["a", "ab"]},
+    {"event": "cache", "req": "r1", "node": "gpu", "pages": [1, 2], "content": ["a", "ab"]},
+    {"event": "share", "req": "r2", "node": "gpu", "pages": [1], "content": ["a"]},
+    {"event": "alloc", "req": "r2", "node": "gpu", "pages": [3]},
+    {"event": "read", "req": "r2", "node": "gpu", "pages": [1, 3], "content": ["a", "ac"]},
+    {"event": "free", "req": "r1", "node": "gpu", "pages": [2, 1]},
+    {"event": "finish", "req": "r1"},
+    {"event": "free", "req": "r2", "node": "gpu", "pages": [3, 1]},
+    {"event": "finish", "req": "r2"},
+    {"event": "alloc", "req": "r3", "node": "gpu", "pages": [3, 4]},
+]
+
+
+def write_log(path: Path, events: list[dict[str, Any]], header: dict[str, Any] | None = None) -> Path:
+    """A log file: the header, then the events numbered from 1."""
+    lines = [json.dumps(header or HEADER)]
+    lines += [json.dumps({"seq": i, **e}) for i, e in enumerate(events, start=1)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def altered(index: int, **fields: Any) -> list[dict[str, Any]]:
+    """CLEAN with event ``index`` (0-based) changed."""
+    out = [dict(e) for e in CLEAN]
+    out[index].update(fields)
+    return out
+
+
+def without(kind: str) -> list[dict[str, Any]]:
+    return [e for e in CLEAN if e["event"] != kind]
+
+
+# -- validated, rejected --------------------------------------------------------------------
+def test_a_clean_log_is_validated(tmp_path: Path) -> None:
+    r = validate(VLLM, write_log(tmp_path / "clean.jsonl", CLEAN))
+    assert r.verdict == "VALIDATED" and r.exit_code == 0
+    assert r.events == len(CLEAN) and r.rejection is None
+    assert r.params == {"num_gpu_blocks": 5, "hashes": 4, "max_refs": 1024}  # sized from the header
+    assert r.kept_final >= 1
+
+
+def test_an_alloc_out_of_free_queue_order_is_rejected_at_its_line(tmp_path: Path) -> None:
+    """vLLM pops the head of its free queue: after the frees that is block 3, not block 4."""
+    r = validate(VLLM, write_log(tmp_path / "bad.jsonl", altered(10, pages=[4, 3])))
+    assert r.verdict == "REJECTED" and r.exit_code == 1
+    j = r.rejection
+    assert j is not None and j.line == 12 and j.seq == 11 and j.step == "page 4"
+    assert [(c.action, c.reason) for c in j.candidates] == [
+        ("get_new_blocks(1)", "effect disagrees with the log: it changes ref_cnt at B3, the log says B4")]
+    assert j.states[0]["state"]["free_pos"]["B3"] == 0  # B3 heads the queue in the state shown
+
+
+def test_a_free_of_a_block_nobody_holds_names_the_failing_guard(tmp_path: Path) -> None:
+    r = validate(VLLM, write_log(tmp_path / "bad.jsonl", altered(8, pages=[3, 2])))
+    j = r.rejection
+    assert r.verdict == "REJECTED" and j is not None and j.line == 10 and j.step == "page 2"
+    (c,) = j.candidates
+    assert c.action == "free_blocks(B2)"
+    assert c.reason.startswith("guard false: require(s.ref_cnt[block] > 0)") and "vllm_block_pool.py:" in c.reason
+    assert j.states[0]["state"]["ref_cnt"]["B2"] == 0
+
+
+def test_a_hit_on_content_nobody_cached_is_rejected(tmp_path: Path) -> None:
+    r = validate(VLLM, write_log(tmp_path / "bad.jsonl", altered(3, content=["zz"])))
+    j = r.rejection
+    assert j is not None and j.line == 5
+    assert all(c.action.startswith("touch_cached_block") and "guard false" in c.reason for c in j.candidates)
+
+
+def test_a_write_to_a_free_block_fails_the_rules_where(tmp_path: Path) -> None:
+    events = [*CLEAN, {"event": "write", "req": "r3", "node": "gpu", "pages": [2], "content": ["x"]}]
+    j = validate(VLLM, write_log(tmp_path / "bad.jsonl", events)).rejection
+    assert j is not None and j.line == len(events) + 1
+    assert "where=" in j.candidates[0].reason and "is false after the step" in j.candidates[0].reason
+
+
+# -- unlogged steps, partial logs -----------------------------------------------------------------
+def test_unlogged_internal_steps_are_bridged_within_the_gap(tmp_path: Path) -> None:
+    """A log without cache events leaves cache_full_blocks unlogged: the share needs it to have run."""
+    log = write_log(tmp_path / "nocache.jsonl", without("cache"))
+    none = validate(VLLM, log, ValidateOptions(max_gap=0))
+    assert none.verdict == "REJECTED" and none.rejection is not None
+    assert none.rejection.event["event"] == "share"
+    one = validate(VLLM, log, ValidateOptions(max_gap=1))
+    assert one.verdict == "VALIDATED" and one.internal == ("cache_full_blocks",)
+
+
+def test_a_partial_log_without_contents_is_validated(tmp_path: Path) -> None:
+    """Only alloc/free/finish recorded: the block hashes are never observed, the order still is."""
+    events = [e for e in CLEAN if e["event"] in ("alloc", "free", "finish") and e.get("req") != "r2"]
+    events = [*events[:2], {"event": "alloc", "req": "r2", "node": "gpu", "pages": [3]},
+              {"event": "free", "req": "r2", "node": "gpu", "pages": [3]}, *events[2:4]]
+    events[-1] = {"event": "alloc", "req": "r3", "node": "gpu", "pages": [3, 4]}
+    r = validate(VLLM, write_log(tmp_path / "partial.jsonl", events))
+    assert r.verdict == "VALIDATED", r.rejection
+
+
+def test_the_configuration_bound_makes_a_rejection_inconclusive(tmp_path: Path) -> None:
+    """Caching is unlogged: one internal step per gap caches one block, so the hit on both needs two gaps."""
+    log = write_log(tmp_path / "nocache.jsonl", [
+        CLEAN[0], CLEAN[1], {"event": "share", "req": "r2", "node": "gpu", "pages": [1, 2], "content": ["a", "ab"]}])
+    exact = validate(VLLM, log, ValidateOptions(max_gap=1))
+    assert exact.verdict == "VALIDATED"
+    bounded = validate(VLLM, log, ValidateOptions(max_gap=1, max_configs=1))  # keeps only "nothing cached"
+    assert bounded.verdict == "UNKNOWN" and bounded.exit_code == 3 and bounded.truncated_at == 3
+    assert bounded.rejection is not None and bounded.rejection.line == 4
+
+
+# -- request ids bound to elements ---------------------------------------------------------------
+TINY = '''
+from typing import Annotated
+from ownership import Element, Spec, require, safe
+
+spec = Spec("log_pool", summary="requests hold pages", expect=safe())
+spec.param("requests", 2, "requests", min=1, max=8)
+spec.param("pages", 3, "pages", min=1, max=64)
+Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEFGH")
+Page = spec.domain("Page", "pages", symmetric=True, names=lambda i: f"P{i + 1}")
+R = Annotated[Element, Req]
+P = Annotated[Element, Page]
+spec.var("held", bool, per=(Req, Page), init=False)
+spec.var("free", bool, per=Page, init=True)
+
+
+@spec.action
+def alloc(s, r: R, p: P):
+    require(s.free[p])
+    s.free[p] = False
+    s.held[r, p] = True
+
+
+@spec.action
+def release(s, r: R, p: P):
+    require(s.held[r, p])
+    s.held[r, p] = False
+    s.free[p] = True
+
+
+@spec.invariant
+def one_place(s) -> bool:
+    return all(s.free[p] != any(s.held[r, p] for r in s.all(Req)) for p in s.all(Page))
+
+
+spec.log_ids(pages=Page, req=Req, params=lambda node: {"pages": node.usable})
+spec.logs("alloc", "alloc", per_page=True, args={"r": "req", "p": "page"})
+spec.logs("free", "release", per_page=True, args={"r": "req", "p": "page"})
+spec.logs("finish", where=lambda s, e: not any(s.held[e.req, p] for p in s.all(Page)))
+'''
+TINY_HEADER = {"schema": "ownership.events/1", "nodes": {"kv": {"pages": 4, "page_size": 1, "reserved": [0]}}}
+
+
+def _tiny(tmp_path: Path) -> Path:
+    path = tmp_path / "log_pool.py"
+    path.write_text(TINY, encoding="utf-8")
+    return path
+
+
+def _run(n: str, kind: str, pages: list[int] | None = None) -> dict[str, Any]:
+    return {"event": kind, "req": n} if pages is None else {"event": kind, "req": n, "node": "kv", "pages": pages}
+
+
+def test_request_ids_are_bound_at_first_sight_and_released_by_finish(tmp_path: Path) -> None:
+    events = []
+    for n in ("a", "b", "c", "d"):  # four requests one after another on a two-request instance
+        events += [_run(n, "alloc", [1, 2]), _run(n, "free", [1, 2]), _run(n, "finish")]
+    r = validate(_tiny(tmp_path), write_log(tmp_path / "seq.jsonl", events, TINY_HEADER))
+    assert r.verdict == "VALIDATED" and r.params["requests"] == 2
+
+
+def test_more_running_requests_than_elements_is_rejected_and_a_larger_instance_fits(tmp_path: Path) -> None:
+    events = [_run("a", "alloc", [1]), _run("b", "alloc", [2]), _run("c", "alloc", [3])]
+    log = write_log(tmp_path / "three.jsonl", events, TINY_HEADER)
+    j = validate(_tiny(tmp_path), log).rejection
+    assert j is not None and j.line == 4
+    assert "no element of Req is free for request 'c'" in j.candidates[0].reason
+    assert validate(_tiny(tmp_path), log, params={"requests": 3}).verdict == "VALIDATED"
+
+
+def test_a_free_by_another_request_and_a_leak_at_finish_are_rejected(tmp_path: Path) -> None:
+    spec = _tiny(tmp_path)
+    foreign = [_run("a", "alloc", [1]), _run("b", "alloc", [2]), _run("b", "free", [1])]
+    j = validate(spec, write_log(tmp_path / "foreign.jsonl", foreign, TINY_HEADER)).rejection
+    assert j is not None and j.line == 4 and j.states[0]["requests"] == {"a": "A", "b": "B"}
+    assert [c.action for c in j.candidates] == ["release(B, P1)"]
+    assert j.candidates[0].reason.startswith("guard false: require(s.held[r, p])")
+    # The log records frees (b's), so none can happen unlogged: a finishes holding P1.
+    leak = [_run("a", "alloc", [1]), _run("b", "alloc", [2]), _run("b", "free", [2]), _run("a", "finish")]
+    j = validate(spec, write_log(tmp_path / "leak.jsonl", leak, TINY_HEADER)).rejection
+    assert j is not None and j.line == 5 and "where=" in j.candidates[0].reason
+    # Without any free event, frees are unlogged: a's may have happened in the gap.
+    assert validate(spec, write_log(tmp_path / "nofree.jsonl", [leak[0], leak[3]], TINY_HEADER)).verdict == "VALIDATED"
+
+
+# -- bad input -------------------------------------------------------------------------------------
+GOOD = json.dumps(HEADER)
+
+
+@pytest.mark.parametrize(("lines", "code", "line", "needle"), [
+    ([GOOD, "{nope"], "OWN085", 2, "not JSON"),
+    ([GOOD, ""], "OWN085", 2, "blank line"),
+    ([GOOD, "[1, 2]"], "OWN085", 2, "not an object"),
+    (['{"schema": "other/1", "nodes": {}}'], "OWN086", 1, "header"),
+    ([GOOD, '{"seq": 1, "event": "evict", "req": "r1"}'], "OWN086", 2, "must be one of"),
+    ([GOOD, '{"seq": 1, "event": "alloc", "req": "r1", "node": "gpu"}'], "OWN086", 2, 'needs "pages"'),
+    ([GOOD, '{"seq": 1, "event": "share", "req": "r1", "node": "gpu", "pages": [1]}'], "OWN086", 2, "content"),
+    ([GOOD, '{"seq": 1, "event": "finish", "req": "r1"}', '{"seq": 3, "event": "finish", "req": "r1"}'],
+     "OWN087", 3, "seq 3 where 2 was due"),
+    ([GOOD, '{"seq": 1, "event": "alloc", "req": "r1", "node": "cpu", "pages": [1]}'], "OWN088", 2, "node 'cpu'"),
+    ([GOOD, '{"seq": 1, "event": "alloc", "req": "r1", "node": "gpu", "pages": [9]}'], "OWN088", 2, "page 9"),
+    ([json.dumps({**HEADER, "nodes": {"gpu": {"pages": 5000, "page_size": 4, "reserved": [0]}}})],
+     "OWN089", 1, "outside its range"),
+    ([json.dumps({**HEADER, "nodes": {"a": HEADER["nodes"]["gpu"], "b": HEADER["nodes"]["gpu"]}})],
+     "OWN089", 1, "does not say which one"),
+])
+def test_corrupt_logs_are_errors_at_their_line(tmp_path: Path, lines: list[str], code: str, line: int,
+                                                needle: str) -> None:
+    log = tmp_path / "bad.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(OwnershipError) as exc:
+        validate(VLLM, log)
+    assert exc.value.code.label == code and exc.value.line == line and needle in exc.value.message
+    res = CliRunner().invoke(app, ["validate", str(VLLM), str(log)])
+    assert res.exit_code == 2 and f"error[{code}]: {log}:{line}: " in res.stderr
+
+
+def test_a_spec_that_declares_no_log_reading_is_refused(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "clean.jsonl", CLEAN)
+    res = CliRunner().invoke(app, ["validate", str(ROOT / "specs" / "sglang_disagg_v0_5_21.py"), str(log)])
+    assert res.exit_code == 2 and "error[OWN089]" in res.stderr and "log_ids" in res.stderr
+
+
+@pytest.mark.parametrize(("declare", "needle"), [
+    (lambda s, d: s.logs("evict", "go"), "not an event kind"),
+    (lambda s, d: s.logs("free", "nope"), "not an action"),
+    (lambda s, d: s.logs("free", "go", per_page=True, args={"q": "page"}), "has no argument 'q'"),
+    (lambda s, d: s.logs("free", "go", args={"p": "page"}), "per_page=True"),
+    (lambda s, d: s.logs("free", "go", per_page=True, args={"p": "req"}), "maps onto no domain"),
+    (lambda s, d: s.logs("free", "go", changes="nothing"), "not a variable"),
+])
+def test_malformed_log_declarations_are_refused_at_their_line(declare: Any, needle: str) -> None:
+    s = Spec("decl")
+    Page = s.domain("Page", 2)  # noqa: N806 - read by the annotation below, which names it
+    s.var("x", int, per=Page, init=0)
+
+    @s.action
+    def go(v: Any, p: Page) -> None:  # type: ignore[valid-type]
+        v.x[p] = 1
+
+    s.log_ids(pages=Page)
+    with pytest.raises(OwnershipError) as exc:
+        declare(s, Page)
+    assert exc.value.code.label == "OWN092" and needle in exc.value.message
+    assert exc.value.file == __file__
+
+
+# -- the command line ------------------------------------------------------------------------------
+def test_cli_validated_and_rejected_with_json(tmp_path: Path) -> None:
+    runner = CliRunner()
+    clean = write_log(tmp_path / "clean.jsonl", CLEAN)
+    res = runner.invoke(app, ["validate", str(VLLM), str(clean), "--json", str(tmp_path / "ok.json")])
+    assert res.exit_code == 0 and res.stdout.startswith(f"VALIDATED  vllm_block_pool  {clean}: all 11 events")
+    ok = json.loads((tmp_path / "ok.json").read_text())
+    assert ok["format"] == "ownership-validate" and ok["version"] == 1 and ok["verdict"] == "VALIDATED"
+    assert ok["rejection"] is None and ok["events"] == 11 and ok["max_gap"] == 2
+    bad = write_log(tmp_path / "bad.jsonl", altered(10, pages=[4, 3]))
+    res = runner.invoke(app, ["validate", str(VLLM), str(bad), "--json", str(tmp_path / "no.json")])
+    assert res.exit_code == 1
+    assert res.stdout.startswith(f"REJECTED  vllm_block_pool  {bad}:12: no behaviour of the spec explains seq 11")
+    assert "[state 1] get_new_blocks(1): effect disagrees with the log" in res.stdout
+    no = json.loads((tmp_path / "no.json").read_text())
+    assert set(no) == {"format", "version", "verdict", "spec", "log", "events", "params", "max_gap",
+                       "internal_actions", "configurations", "seconds", "notes", "rejection"}
+    rej = no["rejection"]
+    assert rej["line"] == 12 and rej["seq"] == 11 and rej["event"]["pages"] == [4, 3] and rej["step"] == "page 4"
+    assert set(rej["states"][0]) == {"state", "content"} and rej["candidates"][0]["action"] == "get_new_blocks(1)"
+    assert set(no["configurations"]) == {"max", "final", "truncated_at"}
+
+
+def test_cli_refuses_a_negative_gap(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["validate", str(VLLM), str(write_log(tmp_path / "c.jsonl", CLEAN)),
+                                   "--max-gap", "-1"])
+    assert res.exit_code == 2 and "error[OWN015]" in res.stderr
