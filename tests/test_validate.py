@@ -28,6 +28,7 @@ CLEAN: list[dict[str, Any]] = [
     {"event": "cache", "req": "r1", "node": "gpu", "pages": [1, 2], "content": ["a", "ab"]},
     {"event": "share", "req": "r2", "node": "gpu", "pages": [1], "content": ["a"]},
     {"event": "alloc", "req": "r2", "node": "gpu", "pages": [3]},
+    {"event": "write", "req": "r2", "node": "gpu", "pages": [3], "content": ["ac"]},
     {"event": "read", "req": "r2", "node": "gpu", "pages": [1, 3], "content": ["a", "ac"]},
     {"event": "free", "req": "r1", "node": "gpu", "pages": [2, 1]},
     {"event": "finish", "req": "r1"},
@@ -67,19 +68,19 @@ def test_a_clean_log_is_validated(tmp_path: Path) -> None:
 
 def test_an_alloc_out_of_free_queue_order_is_rejected_at_its_line(tmp_path: Path) -> None:
     """vLLM pops the head of its free queue: after the frees that is block 3, not block 4."""
-    r = validate(VLLM, write_log(tmp_path / "bad.jsonl", altered(10, pages=[4, 3])))
+    r = validate(VLLM, write_log(tmp_path / "bad.jsonl", altered(11, pages=[4, 3])))
     assert r.verdict == "REJECTED" and r.exit_code == 1
     j = r.rejection
-    assert j is not None and j.line == 12 and j.seq == 11 and j.step == "page 4"
+    assert j is not None and j.line == 13 and j.seq == 12 and j.step == "page 4"
     assert [(c.action, c.reason) for c in j.candidates] == [
         ("get_new_blocks(1)", "effect disagrees with the log: it changes ref_cnt at B3, the log says B4")]
     assert j.states[0]["state"]["free_pos"]["B3"] == 0  # B3 heads the queue in the state shown
 
 
 def test_a_free_of_a_block_nobody_holds_names_the_failing_guard(tmp_path: Path) -> None:
-    r = validate(VLLM, write_log(tmp_path / "bad.jsonl", altered(8, pages=[3, 2])))
+    r = validate(VLLM, write_log(tmp_path / "bad.jsonl", altered(9, pages=[3, 2])))
     j = r.rejection
-    assert r.verdict == "REJECTED" and j is not None and j.line == 10 and j.step == "page 2"
+    assert r.verdict == "REJECTED" and j is not None and j.line == 11 and j.step == "page 2"
     (c,) = j.candidates
     assert c.action == "free_blocks(B2)"
     assert c.reason.startswith("guard false: require(s.ref_cnt[block] > 0)") and "vllm_block_pool.py:" in c.reason
@@ -100,34 +101,54 @@ def test_a_write_to_a_free_block_fails_the_rules_where(tmp_path: Path) -> None:
     assert "where=" in j.candidates[0].reason and "is false after the step" in j.candidates[0].reason
 
 
+CONTRACT = ROOT / "examples" / "validate" / "event_contract.py"
+
+
+def test_the_contract_spec_validates_the_clean_log_and_rejects_a_read_of_unwritten_content(tmp_path: Path) -> None:
+    """The block pool has no contents, so only the contract spec sees that r2 reads a page nobody wrote."""
+    assert validate(CONTRACT, write_log(tmp_path / "clean.jsonl", CLEAN)).verdict == "VALIDATED"
+    unwritten = [e for e in CLEAN if not (e["event"] == "write" and e["req"] == "r2")]
+    log = write_log(tmp_path / "unwritten.jsonl", unwritten)
+    assert validate(VLLM, log).verdict == "VALIDATED"
+    j = validate(CONTRACT, log).rejection
+    assert j is not None and j.line == 7 and j.step == "page 3"
+    assert [c.action for c in j.candidates] == ["read(R1, P3, k2)"]
+    assert "guard false: require(s.content[p] == k)  # no_foreign_read" in j.candidates[0].reason
+    assert j.states[0]["requests"] == {"r1": "R0", "r2": "R1"} and j.states[0]["content"] == {"a": "k0", "ab": "k1"}
+
+
 # -- unlogged steps, partial logs -----------------------------------------------------------------
 def test_unlogged_internal_steps_are_bridged_within_the_gap(tmp_path: Path) -> None:
-    """A log without cache events leaves cache_full_blocks unlogged: the share needs it to have run."""
+    """A log that does not record cache events: cache_full_blocks runs unlogged, and the share needs it."""
     log = write_log(tmp_path / "nocache.jsonl", without("cache"))
-    none = validate(VLLM, log, ValidateOptions(max_gap=0))
+    none = validate(VLLM, log, ValidateOptions(max_gap=0, unlogged=("cache",)))
     assert none.verdict == "REJECTED" and none.rejection is not None
     assert none.rejection.event["event"] == "share"
-    one = validate(VLLM, log, ValidateOptions(max_gap=1))
+    one = validate(VLLM, log, ValidateOptions(max_gap=1, unlogged=("cache",)))
     assert one.verdict == "VALIDATED" and one.internal == ("cache_full_blocks",)
+    assert validate(VLLM, log, ValidateOptions(max_gap=1)).verdict == "REJECTED"  # not declared unlogged
 
 
 def test_a_partial_log_without_contents_is_validated(tmp_path: Path) -> None:
-    """Only alloc/free/finish recorded: the block hashes are never observed, the order still is."""
-    events = [e for e in CLEAN if e["event"] in ("alloc", "free", "finish") and e.get("req") != "r2"]
-    events = [*events[:2], {"event": "alloc", "req": "r2", "node": "gpu", "pages": [3]},
-              {"event": "free", "req": "r2", "node": "gpu", "pages": [3]}, *events[2:4]]
-    events[-1] = {"event": "alloc", "req": "r3", "node": "gpu", "pages": [3, 4]}
-    r = validate(VLLM, write_log(tmp_path / "partial.jsonl", events))
+    """Only alloc/free/finish recorded, block hashes never observed: the last alloc takes blocks 3 and 4,
+    which vLLM's queue does only if blocks 1 and 2 went back as cached blocks (to the back)."""
+    events = [CLEAN[0], {"event": "free", "req": "r1", "node": "gpu", "pages": [2, 1]}, {"event": "finish", "req": "r1"},
+              {"event": "alloc", "req": "r2", "node": "gpu", "pages": [3, 4]}]
+    log = write_log(tmp_path / "partial.jsonl", events)
+    r = validate(VLLM, log, ValidateOptions(max_gap=2, unlogged=("cache", "share", "write", "read")))
     assert r.verdict == "VALIDATED", r.rejection
+    tight = validate(VLLM, log, ValidateOptions(max_gap=1, unlogged=("cache",)))  # one gap of one step: B1 or B2
+    assert tight.verdict == "REJECTED" and tight.rejection is not None and tight.rejection.line == 5
+    assert validate(VLLM, log).rejection is not None  # a complete log of the same events: nothing was cached
 
 
 def test_the_configuration_bound_makes_a_rejection_inconclusive(tmp_path: Path) -> None:
     """Caching is unlogged: one internal step per gap caches one block, so the hit on both needs two gaps."""
     log = write_log(tmp_path / "nocache.jsonl", [
         CLEAN[0], CLEAN[1], {"event": "share", "req": "r2", "node": "gpu", "pages": [1, 2], "content": ["a", "ab"]}])
-    exact = validate(VLLM, log, ValidateOptions(max_gap=1))
+    exact = validate(VLLM, log, ValidateOptions(max_gap=1, unlogged=("cache",)))
     assert exact.verdict == "VALIDATED"
-    bounded = validate(VLLM, log, ValidateOptions(max_gap=1, max_configs=1))  # keeps only "nothing cached"
+    bounded = validate(VLLM, log, ValidateOptions(max_gap=1, max_configs=1, unlogged=("cache",)))  # keeps only "nothing cached"
     assert bounded.verdict == "UNKNOWN" and bounded.exit_code == 3 and bounded.truncated_at == 3
     assert bounded.rejection is not None and bounded.rejection.line == 4
 
@@ -209,12 +230,11 @@ def test_a_free_by_another_request_and_a_leak_at_finish_are_rejected(tmp_path: P
     assert j is not None and j.line == 4 and j.states[0]["requests"] == {"a": "A", "b": "B"}
     assert [c.action for c in j.candidates] == ["release(B, P1)"]
     assert j.candidates[0].reason.startswith("guard false: require(s.held[r, p])")
-    # The log records frees (b's), so none can happen unlogged: a finishes holding P1.
-    leak = [_run("a", "alloc", [1]), _run("b", "alloc", [2]), _run("b", "free", [2]), _run("a", "finish")]
-    j = validate(spec, write_log(tmp_path / "leak.jsonl", leak, TINY_HEADER)).rejection
-    assert j is not None and j.line == 5 and "where=" in j.candidates[0].reason
-    # Without any free event, frees are unlogged: a's may have happened in the gap.
-    assert validate(spec, write_log(tmp_path / "nofree.jsonl", [leak[0], leak[3]], TINY_HEADER)).verdict == "VALIDATED"
+    leak = write_log(tmp_path / "leak.jsonl", [_run("a", "alloc", [1]), _run("a", "finish")], TINY_HEADER)
+    j = validate(spec, leak).rejection
+    assert j is not None and j.line == 3 and "where=" in j.candidates[0].reason
+    # A log declared not to record frees: a's free may have happened in the gap.
+    assert validate(spec, leak, ValidateOptions(unlogged=("free",))).verdict == "VALIDATED"
 
 
 # -- bad input -------------------------------------------------------------------------------------
@@ -284,20 +304,20 @@ def test_cli_validated_and_rejected_with_json(tmp_path: Path) -> None:
     runner = CliRunner()
     clean = write_log(tmp_path / "clean.jsonl", CLEAN)
     res = runner.invoke(app, ["validate", str(VLLM), str(clean), "--json", str(tmp_path / "ok.json")])
-    assert res.exit_code == 0 and res.stdout.startswith(f"VALIDATED  vllm_block_pool  {clean}: all 11 events")
+    assert res.exit_code == 0 and res.stdout.startswith(f"VALIDATED  vllm_block_pool  {clean}: all 12 events")
     ok = json.loads((tmp_path / "ok.json").read_text())
     assert ok["format"] == "ownership-validate" and ok["version"] == 1 and ok["verdict"] == "VALIDATED"
-    assert ok["rejection"] is None and ok["events"] == 11 and ok["max_gap"] == 2
-    bad = write_log(tmp_path / "bad.jsonl", altered(10, pages=[4, 3]))
+    assert ok["rejection"] is None and ok["events"] == 12 and ok["max_gap"] == 2
+    bad = write_log(tmp_path / "bad.jsonl", altered(11, pages=[4, 3]))
     res = runner.invoke(app, ["validate", str(VLLM), str(bad), "--json", str(tmp_path / "no.json")])
     assert res.exit_code == 1
-    assert res.stdout.startswith(f"REJECTED  vllm_block_pool  {bad}:12: no behaviour of the spec explains seq 11")
+    assert res.stdout.startswith(f"REJECTED  vllm_block_pool  {bad}:13: no behaviour of the spec explains seq 12")
     assert "[state 1] get_new_blocks(1): effect disagrees with the log" in res.stdout
     no = json.loads((tmp_path / "no.json").read_text())
     assert set(no) == {"format", "version", "verdict", "spec", "log", "events", "params", "max_gap",
                        "internal_actions", "configurations", "seconds", "notes", "rejection"}
     rej = no["rejection"]
-    assert rej["line"] == 12 and rej["seq"] == 11 and rej["event"]["pages"] == [4, 3] and rej["step"] == "page 4"
+    assert rej["line"] == 13 and rej["seq"] == 12 and rej["event"]["pages"] == [4, 3] and rej["step"] == "page 4"
     assert set(rej["states"][0]) == {"state", "content"} and rej["candidates"][0]["action"] == "get_new_blocks(1)"
     assert set(no["configurations"]) == {"max", "final", "truncated_at"}
 

@@ -242,6 +242,7 @@ def validate(
     log_path: Annotated[Path, typer.Argument(metavar="LOG", help="The event log of the run (JSON lines, docs/event-log.md).")],
     max_gap: Annotated[int, typer.Option(help="Unlogged internal steps allowed between two logged events.")] = 2,
     max_configs: Annotated[int, typer.Option(help="Configurations (spec state + id bindings) kept per line; dropping some makes a rejection inconclusive.")] = 10_000,
+    unlogged: Annotated[list[str] | None, typer.Option("--unlogged", help="An event kind this log does not record (repeatable): its actions may run between logged events.")] = None,
     param: ParamOpt = None,
     json_out: JsonOpt = None,
 ) -> None:
@@ -252,13 +253,19 @@ def validate(
 
     inputs.check_count("--max-gap", max_gap, 0)
     inputs.check_count("--max-configs", max_configs, 1)
+    from ownership.lang.logmap import LOG_KINDS
+
+    for kind in unlogged or ():
+        if kind not in LOG_KINDS:
+            raise OwnershipError(Code.BAD_OPTION, f"--unlogged {kind}: not an event kind (known: {', '.join(LOG_KINDS)})")
     params = parse_params(param)
     started = time.monotonic()
 
     def progress(line: int, configs: int) -> None:
         sys.stderr.write(f"  ... event {line:,}, {configs:,} configurations, {time.monotonic() - started:.0f}s\n")
 
-    result = run_validate(spec_path, log_path, ValidateOptions(max_gap=max_gap, max_configs=max_configs), params,
+    result = run_validate(spec_path, log_path, ValidateOptions(max_gap=max_gap, max_configs=max_configs,
+                                                                  unlogged=tuple(unlogged or ())), params,
                           progress)
     for line in text_report(result):
         typer.echo(line)

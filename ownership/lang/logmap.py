@@ -22,9 +22,9 @@ per event kind of the log (``docs/event-log.md``), which action explains it
 
 The spec's internal steps are the actions the log does not record: those
 ``log_ids(internal=...)`` names (by default, every action no rule maps), and
-those mapped only to kinds that never occur in the log being validated (a
-log without ``cache`` events leaves caching unlogged).  ``ownership validate``
-allows up to ``--max-gap`` of them between two logged events.  Nothing here runs a spec; :mod:`ownership.validate` does.
+those of the kinds a partial log is declared not to record
+(``ownership validate --unlogged cache``).  ``ownership validate`` allows up
+to ``--max-gap`` of them between two logged events.  Nothing here runs a spec; :mod:`ownership.validate` does.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ search keeps, breadth-first, the set of *configurations* consistent with the
 log so far: a spec state and the binding of the log's request ids and content
 keys to elements of the spec's domains (the choice made at an id's first
 appearance is part of the configuration).  Before each logged event it adds
-every configuration reachable by up to ``max_gap`` internal steps (actions no
-rule of the log maps, or mapped only to kinds the log never records); then
+every configuration reachable by up to ``max_gap`` internal steps (the
+spec's internal actions, and those of the kinds ``unlogged`` says the log
+does not record); then
 each configuration takes the event's rule (:mod:`ownership.lang.logmap`): the
 action with the logged arguments, kept when its guard holds and its effect
 agrees with the logged fields.  An empty set rejects the log at that line;
@@ -49,6 +50,8 @@ class ValidateOptions:
     max_gap: int = 2
     max_configs: int = 10_000
     show_states: int = 3
+    unlogged: tuple[str, ...] = ()
+    """Event kinds the log does not record: their actions may run unlogged, as internal steps."""
 
 
 @dataclass(frozen=True)
@@ -115,12 +118,12 @@ class Validator:
         header_node = log.header.nodes[node]
         usable = [p for p in range(header_node.pages) if p not in header_node.reserved]
         self.page_elem = {p: i for i, p in enumerate(usable)}
-        recorded = {rules[k].action for k in log.kinds() if k in rules}
-        unrecorded = {r.action for r in rules.values()} - recorded
+        mapped = {r.action for r in rules.values()}
+        unlogged = {rules[k].action for k in options.unlogged if k in rules}
         declared = ids.internal
         self.internal = [ai for ai in inst.action_instances
-                         if (ai.action.name not in recorded if declared is None
-                             else ai.action.name in declared or ai.action.name in unrecorded)]
+                         if ai.action.name in unlogged
+                         or (ai.action.name not in mapped if declared is None else ai.action.name in declared)]
         self.by_action: dict[str, list[ActionInstance]] = {}
         for ai in inst.action_instances:
             self.by_action.setdefault(ai.action.name, []).append(ai)
