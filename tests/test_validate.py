@@ -326,3 +326,46 @@ def test_cli_refuses_a_negative_gap(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["validate", str(VLLM), str(write_log(tmp_path / "c.jsonl", CLEAN)),
                                    "--max-gap", "-1"])
     assert res.exit_code == 2 and "error[OWN015]" in res.stderr
+
+
+# -- the committed logs of real runs (examples/logs, written by the monitor's instrumentation) ----------
+LOGS = ROOT / "examples" / "logs"
+SPECS_FOR = {"vllm": [VLLM, CONTRACT], "sglang": [CONTRACT]}
+
+
+def _engine(log: Path) -> str:
+    return str(json.loads(log.read_text(encoding="utf-8").split("\n", 1)[0])["engine"])
+
+
+def _monitor_first_violation(log: Path) -> int:
+    """The seq of the first event the runtime monitor flags when the log is fed to it again."""
+    from ownership.monitor.log import apply, monitor_from_header
+
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    m = monitor_from_header(records[0], raise_on_violation=False)
+    for r in records[1:]:
+        apply(m, r)
+    assert m.violations, f"{log.name}: the monitor flags nothing"
+    return int(m.violations[0].seq)
+
+
+def test_the_committed_real_logs_are_there() -> None:
+    assert (LOGS / "sglang-clean.jsonl").exists() and (LOGS / "sglang-seeded.jsonl").exists()
+
+
+@pytest.mark.parametrize("log", sorted(LOGS.glob("*-clean.jsonl")), ids=lambda p: p.name)
+def test_a_clean_real_log_is_validated(log: Path) -> None:
+    for spec in SPECS_FOR[_engine(log)]:
+        r = validate(spec, log)
+        assert r.verdict == "VALIDATED", (spec.name, r.rejection)
+        assert r.events == len(log.read_text(encoding="utf-8").splitlines()) - 1
+
+
+@pytest.mark.parametrize("log", sorted(LOGS.glob("*-seeded.jsonl")), ids=lambda p: p.name)
+def test_a_seeded_real_log_is_rejected_where_the_monitor_flags_the_bug(log: Path) -> None:
+    """Two implementations of the contract, the online monitor and the contract spec, agree on the line."""
+    seq = _monitor_first_violation(log)
+    j = validate(CONTRACT, log).rejection
+    assert j is not None and j.seq == seq and j.line == seq + 1
+    assert j.candidates and all(c.reason.startswith(("guard false", "effect disagrees", "no element"))
+                                for c in j.candidates)

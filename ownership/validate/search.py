@@ -124,6 +124,7 @@ class Validator:
         self.internal = [ai for ai in inst.action_instances
                          if ai.action.name in unlogged
                          or (ai.action.name not in mapped if declared is None else ai.action.name in declared)]
+        self._index: dict[tuple[str, tuple[int, ...]], dict[tuple[int, ...], list[ActionInstance]]] = {}
         self.by_action: dict[str, list[ActionInstance]] = {}
         for ai in inst.action_instances:
             self.by_action.setdefault(ai.action.name, []).append(ai)
@@ -262,9 +263,7 @@ class Validator:
             fixed.append((pos, got))
         expect = ({values["page"]} if rule.per_page and values["page"] is not None
                   else {self.page_elem[p] for p in ev.pages if p in self.page_elem})
-        for ai in self.by_action[rule.action]:
-            if any(ai.args[pos] != v for pos, v in fixed):
-                continue
+        for ai in self._instances(rule.action, fixed):
             succs = self.inst.successors_of(state, ai)
             if not succs and why is not None:
                 why.append((ai.label, self._guard(state, ai)))
@@ -276,6 +275,17 @@ class Validator:
                     continue
                 if self._where(rule, succ.state, e, why, ai.label):
                     yield succ.state
+
+    def _instances(self, action: str, fixed: list[tuple[int, int]]) -> list[ActionInstance]:
+        """The instances of ``action`` with these (argument position, value) pairs, through a per-position index."""
+        positions = tuple(pos for pos, _ in fixed)
+        index = self._index.get((action, positions))
+        if index is None:
+            index = {}
+            for ai in self.by_action[action]:
+                index.setdefault(tuple(ai.args[p] for p in positions), []).append(ai)
+            self._index[(action, positions)] = index
+        return index.get(tuple(v for _, v in fixed), [])
 
     def _changes(self, rule: LogRule, before: State, after: State, expect: set[int]) -> str | None:
         """Why the step's changed cells of ``rule.changes`` are not exactly the event's pages, or ``None``."""
