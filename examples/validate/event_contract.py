@@ -11,8 +11,10 @@ located at the same line, from a different implementation):
 * ``share`` takes one more reference to a page cached under exactly the
   logged key (``no_wrong_cache_hit``);
 * ``write`` needs the page held by the writer alone (``no_unowned_access``,
-  ``no_write_to_shared``) and not published in the cache;
-* ``cache`` publishes a held page under the key it holds;
+  ``no_write_to_shared``) and, if published, writes the published key;
+* ``cache`` publishes a held page under a key: its KV may still be partial
+  (vLLM's scheduler caches a block once its tokens are scheduled, before
+  the forward pass writes them; a partial page's key is not the full one's);
 * ``transfer`` copies a held page's content into another held page;
 * ``read`` needs the page held and holding the expected key
   (``no_foreign_read``: stale, overwritten or never written content fails);
@@ -76,7 +78,6 @@ def alloc(s, r: ReqId, p: PageId):
 def share(s, r: ReqId, p: PageId, k: KeyId):
     """share: a cache hit takes one more reference to a page cached under exactly this key."""
     require(s.cached[p] == k)  # no_wrong_cache_hit
-    require(s.content[p] == k)
     require(s.refs[r, p] < s.params.max_refs)  # a bound of the model, not of the contract
     s.refs[r, p] += 1
 
@@ -86,15 +87,15 @@ def write(s, r: ReqId, p: PageId, k: KeyId):
     """write: the sole holder writes its KV; the page's content becomes the key."""
     require(s.refs[r, p] > 0)  # no_unowned_access
     require(holders(s, p) == 1)  # no_write_to_shared
-    require(s.cached[p] == None)  # noqa: E711 - a published page is immutable
+    require(s.cached[p] == None or s.cached[p] == k)  # noqa: E711 - published KV is only the published key's
     s.content[p] = k
 
 
 @spec.action
 def cache(s, r: ReqId, p: PageId, k: KeyId):
-    """cache: a held page is published under the key it holds."""
+    """cache: a held page is published under a key (its KV may still be partial or unwritten: vLLM publishes
+    a full block when it is scheduled, before the forward pass writes its last tokens)."""
     require(s.refs[r, p] > 0)
-    require(s.content[p] == k)
     s.cached[p] = k
 
 
@@ -123,9 +124,9 @@ def free(s, r: ReqId, p: PageId):
 
 
 @spec.invariant
-def published_pages_hold_their_key(s) -> bool:
-    """A cached page holds the KV its cache key names (what makes a hit correct)."""
-    return all(s.cached[p] == None or s.content[p] == s.cached[p] for p in s.all(Page))  # noqa: E711
+def shared_pages_are_published(s) -> bool:
+    """A page two requests hold is in the prefix cache (a second reference is only ever a cache hit)."""
+    return all(holders(s, p) < 2 or s.cached[p] != None for p in s.all(Page))  # noqa: E711
 
 
 @spec.invariant
@@ -135,10 +136,10 @@ def refs_never_negative(s) -> bool:
 
 
 # -- reading logs ----------------------------------------------------------------------------------
-# Every live key is some page's content (cached keys are contents too), plus the event's own: usable + 1.
+# Every live key is some page's content or cache entry, plus the event's own: 2 * usable + 1.
 # A header does not say how many requests run at once: 16, or --param requests=N.
 spec.log_ids(pages=Page, req=Req, content=Key,
-             params=lambda node: {"pages": node.usable, "keys": node.usable + 1, "requests": 16, "max_refs": 4096},
+             params=lambda node: {"pages": node.usable, "keys": 2 * node.usable + 1, "requests": 16, "max_refs": 4096},
              internal=())
 spec.logs("alloc", "alloc", per_page=True, args={"r": "req", "p": "page"}, changes="refs")
 spec.logs("share", "share", per_page=True, args={"r": "req", "p": "page", "k": "content"})

@@ -74,12 +74,29 @@ class Renamer:
                 out[pos] = value
         return tuple(out)
 
+    def signatures(self, state: State) -> list[tuple[Any, ...]]:
+        """:meth:`signature` of every element, in one pass over the cells that name elements."""
+        named: list[list[int]] = [[] for _ in range(self.size)]
+        for i, (c, is_set) in enumerate(self.named):
+            v = state[c]
+            if v is None:
+                continue
+            if is_set:
+                for e in range(self.size):
+                    if v >> e & 1:
+                        named[e].append(i)
+            else:
+                named[v].append(i)
+        return [(tuple((state[c] is None, state[c] or 0) for c in self.own[e]), tuple(named[e]))
+                for e in range(self.size)]
+
     def canonical(self, state: State, bound: set[int]) -> State:
         """``state`` with the unbound elements renamed into their canonical order."""
         if self.trivial:
             return state
         free = [e for e in range(self.size) if e not in bound]
-        ranked = sorted(free, key=lambda e: (self.signature(e, state), e))
+        sigs = self.signatures(state)
+        ranked = sorted(free, key=lambda e: (sigs[e], e))
         if ranked == free:
             return state
         perm = list(range(self.size))

@@ -152,10 +152,11 @@ class Validator:
             elif release_unnamed and not self.renamers[d.name].signature(e, state)[1]:
                 options.append((e, tuple((k, v) for k, v in binding if v != e)))
         if d.symmetric:
+            sigs = self.renamers[d.name].signatures(state)
             seen: set[tuple[Any, ...]] = set()
             kept = []
             for e, b in options:
-                sig = self.renamers[d.name].signature(e, state)
+                sig = sigs[e]
                 if sig not in seen:
                     seen.add(sig)
                     kept.append((e, b))
