@@ -103,10 +103,11 @@ run_tests() {
   local engine="$1" venv="$venvs/$1"
   local report
   report="$(mktemp)"
-  echo "== $engine: tests/real_engines/test_${engine}_*.py"
+  echo "== $engine: tests/real_engines/test_${engine}_*.py, test_validate_real_logs.py -k $engine"
   local rc=0
+  # -k matches module names too: every test of test_<engine>_*.py, and the validate tests named for the engine
   "$venv/bin/python" -m pytest -rs -p no:cacheprovider --junitxml="$report" \
-    tests/real_engines/test_"$engine"_*.py || rc=$?
+    tests/real_engines/test_"$engine"_*.py tests/real_engines/test_validate_real_logs.py -k "$engine" || rc=$?
   "$venv/bin/python" - "$report" "$engine" "$rc" <<'EOF'
 import sys
 import xml.etree.ElementTree as ET
