@@ -99,6 +99,22 @@ class LogRule:
     file: str | None
     line: int | None
 
+    def fields_used(self) -> set[str]:
+        """The logged fields the rule reads: those its arguments are bound to, and those its ``where`` names.
+
+        An id is bound to an element only when the rule reads it, so an event
+        that merely mentions a content key (a read, in a spec without contents)
+        does not take up an element.
+        """
+        used = {v for _, v in self.args if isinstance(v, str)}
+        if self.where is not None:
+            code = getattr(self.where, "__code__", None)
+            names = set(code.co_names) if code is not None else {"req", "content"}
+            used |= names & {"req", "content"}
+            if "contents" in names:
+                used.add("content")
+        return used
+
     def describe(self) -> str:
         """``alloc -> get_new_blocks(num_blocks=1) per page``: the rule as the report names it."""
         shown = ", ".join(f"{k}={v}" for k, v in self.args)

@@ -1,4 +1,6 @@
-"""Renaming the unbound elements of a symmetric domain, so that validation keeps one configuration per renaming.
+"""Log ids bound to elements of the spec's domains, and renaming the unbound ones.
+
+:func:`bind` gives the elements an id seen for the first time may stand for.
 
 An element of a symmetric domain (a request, a content key's hash) that no
 log id is bound to is anonymous: a configuration in which an internal step
@@ -21,6 +23,9 @@ from ownership.lang.declarations import Domain
 from ownership.lang.fields import strides
 from ownership.lang.instance import Instance, State
 from ownership.lang.types import Ref, RefSet
+
+Binding = tuple[tuple[str, int], ...]
+"""Log ids bound to element indices, sorted by id (hashable, so configurations dedupe)."""
 
 
 class Renamer:
@@ -103,3 +108,34 @@ class Renamer:
         for old, new in zip(ranked, free, strict=True):
             perm[old] = new
         return self.permute(state, perm)
+
+
+def bind(renamer: Renamer, key: str, binding: Binding, state: State,
+         release_unnamed: bool) -> list[tuple[int | None, Binding]]:
+    """The elements log id ``key`` may stand for in ``state``, each with the binding it leaves.
+
+    A bound id keeps its element.  A new one may take an unbound element or
+    (``release_unnamed``, for content keys) a bound one no cell names any more,
+    whose old id is then forgotten.  For a symmetric domain one element per
+    signature is enough: the others give configurations that are renamings of it.
+    """
+    for k, e in binding:
+        if k == key:
+            return [(e, binding)]
+    owner = {e: k for k, e in binding}
+    sigs = renamer.signatures(state)
+    options: list[tuple[int, Binding]] = []
+    for e in range(renamer.size):
+        if e not in owner:
+            options.append((e, binding))
+        elif release_unnamed and not sigs[e][1]:
+            options.append((e, tuple((k, v) for k, v in binding if v != e)))
+    if renamer.domain.symmetric:
+        seen: set[tuple[Any, ...]] = set()
+        kept = []
+        for e, b in options:
+            if sigs[e] not in seen:
+                seen.add(sigs[e])
+                kept.append((e, b))
+        options = kept
+    return [(e, tuple(sorted((*b, (key, e))))) for e, b in options]

@@ -24,23 +24,17 @@ from __future__ import annotations
 
 import os
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from ownership.lang.declarations import Domain
-from ownership.lang.elements import _OWN_DIR
-from ownership.lang.guard import Disabled
 from ownership.lang.instance import Instance, State
 from ownership.lang.logmap import LogIds, LogRule
 from ownership.lang.successors import ActionInstance
 from ownership.validate.eventlog import EventLog, LogEvent
-from ownership.validate.renaming import Renamer
-
-Binding = tuple[tuple[str, int], ...]
-"""Log ids bound to element indices, sorted by id (hashable, so configurations dedupe)."""
+from ownership.validate.renaming import Binding, Renamer, bind
 
 
 @dataclass(frozen=True)
@@ -135,42 +129,11 @@ class Validator:
                 self.page_of_cell[c] = e
 
     # -- the elements behind log ids ------------------------------------------------
-    def _fresh(self, d: Domain, binding: Binding, state: State, release_unnamed: bool) -> list[tuple[int, Binding]]:
-        """Elements an id seen for the first time may stand for, with the binding they leave.
-
-        Unbound elements, and (``release_unnamed``, for content keys) bound
-        ones no cell names any more, whose old id is then forgotten.  For a
-        symmetric domain one element per signature is enough: the others
-        give configurations that are renamings of it.
-        """
-        bound = dict(binding)
-        owner = {e: k for k, e in bound.items()}
-        options: list[tuple[int, Binding]] = []
-        for e in range(self.inst.sizes[d.name]):
-            if e not in owner:
-                options.append((e, binding))
-            elif release_unnamed and not self.renamers[d.name].signature(e, state)[1]:
-                options.append((e, tuple((k, v) for k, v in binding if v != e)))
-        if d.symmetric:
-            sigs = self.renamers[d.name].signatures(state)
-            seen: set[tuple[Any, ...]] = set()
-            kept = []
-            for e, b in options:
-                sig = sigs[e]
-                if sig not in seen:
-                    seen.add(sig)
-                    kept.append((e, b))
-            options = kept
-        return options
-
     def _bind(self, d: Domain | None, key: str | None, binding: Binding, state: State,
               release_unnamed: bool) -> list[tuple[int | None, Binding]]:
         if d is None or key is None:
             return [(None, binding)]
-        for k, e in binding:
-            if k == key:
-                return [(e, binding)]
-        return [(e, tuple(sorted((*b, (key, e))))) for e, b in self._fresh(d, binding, state, release_unnamed)]
+        return bind(self.renamers[d.name], key, binding, state, release_unnamed)
 
     def _element(self, d: Domain | None, e: int | None) -> Any:
         if d is None or e is None:
@@ -182,7 +145,7 @@ class Validator:
     def steps(self, ev: LogEvent) -> list[tuple[str, int | None, str | None, int | None]]:
         """The event as the rule's steps: (what it is called, page id, content key, source page id)."""
         rule = self.rules.get(ev.kind)
-        if rule is not None and rule.per_page and ev.pages:
+        if rule is not None and rule.per_page:  # no pages: no call
             return [(f"page {p}", p, ev.content[i] if ev.content else None,
                      ev.src_pages[i] if ev.src_pages else None) for i, p in enumerate(ev.pages)]
         return [("", None, None, None)]
@@ -206,7 +169,7 @@ class Validator:
                     why.append(("-", f"page {p} is reserved on node {self.node!r}: no spec element stands for it"))
                 return []
         out: list[Config] = []
-        uses = _fields_used(rule)
+        uses = rule.fields_used()
         req_key = ev.req if "req" in uses or ev.kind == "finish" else None
         req_options = self._bind(self.ids.req, req_key, c.reqs, c.state, False)
         key_options = self._bind(self.ids.content, key if "content" in uses else None, c.keys, c.state, True)
@@ -267,7 +230,7 @@ class Validator:
         for ai in self._instances(rule.action, fixed):
             succs = self.inst.successors_of(state, ai)
             if not succs and why is not None:
-                why.append((ai.label, self._guard(state, ai)))
+                why.append((ai.label, _guard_reason(self.inst, state, ai)))
             for succ in succs:
                 bad = self._changes(rule, state, succ.state, expect)
                 if bad is not None:
@@ -313,24 +276,6 @@ class Validator:
             why.append((label, f"effect disagrees with the log: the rule's where= ({_source_line(rule)}) is false "
                                "after the step"))
         return ok
-
-    def _guard(self, state: State, ai: ActionInstance) -> str:
-        """``guard false: require(...) (file:line)``: the guard that failed, read off a re-run."""
-        view = self.inst.view
-        view._cells[:] = state
-        view._prefix.clear()
-        view._picks.clear()
-        view._counts.clear()
-        view._chosen.clear()
-        try:
-            ai.action.fn(view, *ai.call)
-        except Disabled as exc:
-            for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-                if not frame.filename.startswith(_OWN_DIR):
-                    return f"guard false: {(frame.line or '').strip()} ({_shown_path(frame.filename)}:{frame.lineno})"
-        except Exception:  # noqa: BLE001 - only looking for the guard; the search reported real errors
-            pass
-        return "guard false (no choice of the action is possible here)"
 
     # -- the search ------------------------------------------------------------------------
     def closure(self, configs: dict[Config, None]) -> dict[Config, None]:
@@ -426,18 +371,10 @@ def _shown_path(path: str | None) -> str:
     return path if rel.startswith("..") else rel
 
 
-def _fields_used(rule: LogRule) -> set[str]:
-    """The logged fields a rule reads: those its arguments are bound to, and those its ``where`` names.
-
-    An id is bound to an element only when the rule reads it, so an event
-    that merely mentions a content key (a read, in a spec without contents)
-    does not take up an element.
-    """
-    used = {v for _, v in rule.args if isinstance(v, str)}
-    if rule.where is not None:
-        code = getattr(rule.where, "__code__", None)
-        names = set(code.co_names) if code is not None else {"req", "content"}
-        used |= names & {"req", "content", "contents"}
-        if "contents" in names:
-            used.add("content")
-    return used
+def _guard_reason(inst: Instance, state: State, ai: ActionInstance) -> str:
+    """``guard false: require(...) (file:line)``: the guard that disabled ``ai`` in ``state``."""
+    where = inst.disabled_at(state, ai)
+    if where is None:
+        return "guard false (no choice of the action is possible here)"
+    file, line, text = where
+    return f"guard false: {text} ({_shown_path(file)}:{line})"
