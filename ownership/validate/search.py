@@ -187,7 +187,7 @@ class Validator:
                           "content": content, "src_page": self.page_elem.get(src) if src is not None else None}
                 e = self._event_values(ev, values, keys)
                 for state in self._run(rule, c.state, ev, values, e, why):
-                    out.append(self.canonical(Config(state, reqs, keys)))
+                    out.append(Config(state, reqs, keys))
         return out
 
     def canonical(self, c: Config) -> Config:
@@ -316,6 +316,8 @@ class Validator:
                     for c in current:
                         for k in self.apply(c, ev, step):
                             nxt[k] = None
+                    if len(nxt) > 1:  # renamings merge only where there is more than one (a lone one may stay as is)
+                        nxt = dict.fromkeys(self.canonical(k) for k in nxt)
                     if not nxt:
                         result.rejection = self._reject(ev, step, list(current))
                         result.verdict = "UNKNOWN" if result.truncated_at is not None else "REJECTED"
