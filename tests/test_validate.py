@@ -396,3 +396,18 @@ def test_progress_is_reported_about_once_a_second(tmp_path: Path, monkeypatch: p
     seen: list[tuple[int, int]] = []
     validate(VLLM, write_log(tmp_path / "clean.jsonl", CLEAN), progress=lambda line, n: seen.append((line, n)))
     assert [line for line, _ in seen] == list(range(1, len(CLEAN) + 1)) and all(n >= 1 for _, n in seen)
+
+
+def test_a_reserved_page_in_an_event_is_rejected_not_mapped(tmp_path: Path) -> None:
+    j = validate(VLLM, write_log(tmp_path / "null.jsonl", [{"event": "alloc", "req": "r1", "node": "gpu",
+                                                             "pages": [0]}])).rejection
+    assert j is not None and j.line == 2 and "page 0 is reserved" in j.candidates[0].reason
+
+
+def test_cli_refuses_an_unknown_unlogged_kind(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["validate", str(VLLM), str(write_log(tmp_path / "c.jsonl", CLEAN)),
+                                   "--unlogged", "evict"])
+    assert res.exit_code == 2 and "error[OWN013]" in res.stderr and "--unlogged evict" in res.stderr
+    res = CliRunner().invoke(app, ["validate", str(VLLM), str(write_log(tmp_path / "p.jsonl", without("cache"))),
+                                   "--unlogged", "cache", "--max-gap", "1"])
+    assert res.exit_code == 0 and "internal (unlogged) actions: cache_full_blocks" in res.stdout
