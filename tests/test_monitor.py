@@ -276,3 +276,132 @@ def test_the_monitor_imports_no_engine_and_no_solver() -> None:
             "print(sorted(m for m in ('torch', 'z3', 'hypothesis', 'sglang', 'vllm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# -- the SGLang instrumentation's content keys (no SGLang needed) ------------------------------------------------
+class _Row(list):  # type: ignore[type-arg]
+    """A req_to_token row stand-in: slicing gives a row, tolist() the indices."""
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        got = super().__getitem__(i)
+        return _Row(got) if isinstance(i, slice) else got
+
+    def tolist(self) -> list[int]:
+        return list(self)
+
+
+def test_content_keys_are_equal_exactly_for_equal_prefixes_up_to_the_page_end() -> None:
+    from ownership.monitor.sglang import content_keys
+
+    a = content_keys([1, 2, 3, 4, 5], 2)
+    assert len(a) == 3 and len(set(a)) == 3
+    assert content_keys([1, 2, 3, 4, 9], 2)[:2] == a[:2] and content_keys([1, 2, 3, 4, 9], 2)[2] != a[2]
+    assert content_keys([7, 2, 3, 4], 2)[1] != a[1], "a page's key depends on every token before it"
+    assert content_keys([1, 2], 2, extra_key=("lora", None)) != a[:1]
+
+
+def test_forward_reuses_keys_of_full_pages_and_reads_the_row_as_the_engine_holds_it() -> None:
+    from types import SimpleNamespace
+
+    from ownership.monitor.sglang import SglangMonitor, content_keys
+
+    m = Monitor({"gpu": {"pages": 8, "page_size": 2, "reserved": [0]}})
+    sm = SglangMonitor(m, SimpleNamespace(page_size=2), SimpleNamespace())
+    tokens = [5, 6, 7]
+    row = _Row([2, 3, 4, 5, 8, 9])  # token slots: pages 1 and 2
+    m.alloc("r", [1, 2])
+    sm.forward("r", row, tokens, 0)
+    for t in (8, 9, 10):  # decode: page 3 starts at the 5th token
+        tokens.append(t)
+        if len(tokens) == 5:
+            m.alloc("r", [3])
+        row = _Row([2, 3, 4, 5, 6, 7])
+        sm.forward("r", row, tokens, len(tokens) - 1)
+        assert [m.content(p) for p in (1, 2, 3)][: -(-len(tokens) // 2)] == content_keys(tokens, 2)
+    with pytest.raises(OwnershipViolation) as caught:  # a row pointing at a page the request does not hold
+        sm.forward("r", _Row([2, 3, 14, 15, 6, 7]), tokens, 6)
+    assert caught.value.invariant == "no_unowned_access" and caught.value.page == 7
+
+
+def test_around_names_the_acting_request_for_an_engine_entry_point() -> None:
+    from types import SimpleNamespace
+
+    from ownership.monitor.sglang import SglangMonitor
+
+    sm = SglangMonitor(fresh(), SimpleNamespace(page_size=4), SimpleNamespace())
+    seen: list[str] = []
+    release = sm.around(lambda req: seen.append(sm._actor("release")), lambda req: [req.rid])
+    release(SimpleNamespace(rid="r7"))
+    assert seen == ["r7"] and sm._actors == []
+    with pytest.raises(RuntimeError, match="acting"):
+        sm._actor("free")
+
+
+# -- a seeded random workload of a correct allocator never raises; one fault in it does -------------------------
+def _random_run(m: Monitor, seed: int, steps: int, fault: str | None = None) -> str | None:
+    """A refcounting pool with a lazy prefix cache (vLLM-like) driving the monitor for ``steps`` steps.
+
+    ``fault``: "reuse-held" hands out a page someone holds, "skip-write" reads a fresh page unwritten.
+    """
+    import random
+
+    rng = random.Random(seed)
+    pages = list(range(1, 8))
+    refs = dict.fromkeys(pages, 0)
+    cached: dict[int, str] = {}  # page -> key, kept after free until re-allocation
+    content: dict[int, str] = {}
+    held: dict[str, list[int]] = {}
+    faulty: str | None = None  # the request the fault was put into (once, at the first chance after half-way)
+    for step in range(steps):
+        armed = fault is not None and faulty is None and step >= steps // 2
+        live = list(held)
+        if live and (len(live) > 3 or rng.random() < 0.3):  # a request finishes
+            r = rng.choice(live)
+            m.read(r, held[r], [content[p] for p in held[r]])
+            m.free(r, held[r])
+            for p in held.pop(r):
+                refs[p] -= 1
+            m.finish(r)
+            continue
+        r = f"q{step}"
+        hit = [p for p, k in cached.items() if rng.random() < 0.3][:2]
+        if hit:
+            m.share(r, hit, [cached[p] for p in hit])
+            for p in hit:
+                refs[p] += 1
+        free = [p for p in pages if refs[p] == 0 and p not in hit]
+        if armed and fault == "reuse-held" and any(refs[p] > 0 for p in pages if p not in hit):
+            free, faulty = [p for p in pages if refs[p] > 0 and p not in hit], r
+        mine = free[:1]
+        held[r] = hit + mine
+        if mine:
+            m.alloc(r, mine)
+            refs[mine[0]] += 1
+            cached.pop(mine[0], None)
+            key = f"{r}:{mine[0]}"
+            if armed and fault == "skip-write":
+                faulty = r
+            else:
+                m.write(r, mine, [key])
+                content[mine[0]] = key
+            m.cache(r, mine, [content.get(mine[0], key)])
+            cached[mine[0]] = content.get(mine[0], key)
+        if held[r]:
+            m.read(r, held[r], [content.get(p, "?") for p in held[r]])
+    return faulty
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_correct_random_run_is_silent(seed: int) -> None:
+    m = fresh()
+    _random_run(m, seed, 400)
+    assert m.violations == [] and m.seq > 400
+
+
+@pytest.mark.parametrize(("fault", "invariant"), [("reuse-held", "no_double_alloc"), ("skip-write", "no_foreign_read")])
+def test_one_fault_in_a_random_run_is_caught_where_it_happens(fault: str, invariant: str) -> None:
+    m = fresh(raise_on_violation=False)
+    faulty = _random_run(m, 0, 400, fault)
+    assert faulty is not None and m.violations, "the fault was put in and noticed"
+    first = m.violations[0]
+    assert (first.invariant, first.req) == (invariant, faulty)

@@ -399,66 +399,15 @@ def run(w: Workload, *, monitored: bool = True, log: str | Path | IO[str] | None
 LOG_WORKLOAD = Workload(requests=24, seed=3, pages=12, max_running=4)
 
 
-def double_free_of_the_last_decode_slot(sg: SimpleNamespace, s: Any) -> Callable[[], None]:
-    """Puts back a double free: the finished request's last KV slot is freed before the release frees it again.
-
-    The defect class of upstream SGLang PR #12224 as ported to sglang-jax
-    (sgl-project/sglang-jax#982): the output processor freed
-    ``out_cache_loc`` of a finished request while ``cache_finished_req`` freed
-    the same slot with the rest of the row.
-    """
-    common = sg.common
-    real = common.release_kv_cache
-
-    def release_kv_cache(req: Any, tree_cache: Any, *, checkpoint: bool) -> None:
-        n = req.kv.kv_committed_len
-        if checkpoint and req.finished() and len(req.output_ids) > 1:
-            row = tree_cache.req_to_token_pool.req_to_token[req.kv.req_pool_idx]
-            tree_cache.token_to_kv_pool_allocator.free(row[n - 1:n].to(sg.torch.int64))
-        real(req, tree_cache, checkpoint=checkpoint)
-
-    common.release_kv_cache = release_kv_cache
-
-    def undo() -> None:
-        common.release_kv_cache = real
-    return undo
-
-
-def checkpoint_without_remapping_the_row(sg: SimpleNamespace, s: Any) -> Callable[[], None]:
-    """Puts back a stale row: ``RadixCache.checkpoint`` frees the request's duplicate pages but leaves its row on them.
-
-    ``checkpoint`` inserts the request's KV; where the tree already had the
-    prefix (another request of the same batch finished and inserted it first)
-    it frees the request's own copies and rewrites the request's
-    ``req_to_token`` row to the tree's pages.  Without that rewrite the running
-    request goes on reading pages it no longer holds: the defect
-    sgl-project/mini-sglang#142 fixes in mini-sglang's ``cache_req``.
-    """
-    tree = s.tree
-    real = type(tree).checkpoint
-
-    def checkpoint(req: Any, *, up_to: int) -> None:
-        pool = tree.req_to_token_pool
-        pool.write = lambda indices, values: None  # the remap is checkpoint's only row write
-        try:
-            real(tree, req, up_to=up_to)
-        finally:
-            del pool.write
-
-    tree.checkpoint = checkpoint
-
-    def undo() -> None:
-        del tree.checkpoint
-    return undo
-
-
 def write_example_logs(folder: Path = LOGS) -> dict[str, tuple[Stats, list[Any]]]:
     """Regenerates ``sglang-clean.jsonl`` and ``sglang-seeded.jsonl``: stats and violations per file.
 
-    The seeded run puts back :func:`double_free_of_the_last_decode_slot` and
+    The seeded run puts back ``sglang_defects.double_free_of_the_last_decode_slot`` and
     runs to the end with violations collected, not raised, so its log goes on
     past the first violation (what the engine does with a corrupted free list).
     """
+    from examples.real_engines.sglang_defects import double_free_of_the_last_decode_slot
+
     folder.mkdir(parents=True, exist_ok=True)
     out: dict[str, tuple[Stats, list[Any]]] = {}
     for name, bug in (("sglang-clean.jsonl", None), ("sglang-seeded.jsonl", double_free_of_the_last_decode_slot)):

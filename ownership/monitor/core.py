@@ -22,6 +22,8 @@ from typing import IO, Any
 
 from ownership.errors import Code, OwnershipError
 
+_STR = {str}
+
 #: The invariants checked online, in the order a single page's checks run.
 INVARIANTS: tuple[str, ...] = (
     "no_double_alloc",
@@ -332,7 +334,7 @@ class Monitor:
             ev["pages"] = pages = _page_list(seq, kind, "pages", pages, self.nodes.get(node), node)
         if content is not None:
             content = list(content)
-            if len(content) != len(pages or ()) or not all(isinstance(c, str) for c in content):
+            if len(content) != len(pages or ()) or (content and not set(map(type, content)) <= _STR):
                 raise MalformedEventError(f"seq {seq} ({kind}): content must be one string per page "
                                      f"({len(pages or ())} pages), got {content!r}")
             ev["content"] = content
@@ -374,13 +376,13 @@ def _page_list(seq: int, kind: str, field: str, pages: Iterable[int] | None, spe
     if spec is None:
         raise MalformedEventError(f"seq {seq} ({kind}): unknown node {node!r}")
     try:
-        out = [int(p) for p in pages or ()]
+        out = list(map(int, pages or ()))
     except (TypeError, ValueError) as e:
         raise MalformedEventError(f"seq {seq} ({kind}): {field} must be a list of page ids, got {pages!r}") from e
-    for p in out:
-        if not 0 <= p < spec.pages:
-            raise MalformedEventError(f"seq {seq} ({kind}): page {p} is not on node {node!r} "
-                                 f"(pages 0..{spec.pages - 1})")
+    if out and (min(out) < 0 or max(out) >= spec.pages):
+        p = next(p for p in out if not 0 <= p < spec.pages)
+        raise MalformedEventError(f"seq {seq} ({kind}): page {p} is not on node {node!r} "
+                                  f"(pages 0..{spec.pages - 1})")
     return out
 
 

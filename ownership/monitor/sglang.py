@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,22 +39,32 @@ TREE = "radix-tree"
 NODE = "gpu"
 
 
-def content_keys(tokens: Sequence[int], page_size: int, *, extra_key: object = None,
-                 pages: int | None = None) -> list[str]:
+def content_keys(tokens: Sequence[int], page_size: int, *, extra_key: object = None) -> list[str]:
     """Prefix-chain content keys, one per page of ``tokens`` (the last page may be partial).
 
-    Page ``i``'s key hashes the keys before it and its own token ids, so two
-    pages have equal keys iff the token ids up to their ends (and the
-    ``extra_key`` namespace, SGLang's LoRA/cache-salt tag) are equal.
+    Page ``i``'s key hashes the hash before it and its own token ids (as
+    64-bit integers), so two pages have equal keys iff the token ids up to
+    their ends (and the ``extra_key`` namespace, SGLang's LoRA/cache-salt tag)
+    are equal.
     """
-    n = -(-len(tokens) // page_size) if pages is None else pages
-    h = hashlib.sha256(repr(extra_key).encode()).digest() if extra_key is not None else b""
-    out = []
-    for i in range(n):
-        page = tokens[i * page_size:(i + 1) * page_size]
-        h = hashlib.sha256(h + b",".join(str(t).encode() for t in page)).digest()
-        out.append("p:" + h.hex()[:16])
-    return out
+    return _chain(array("q", tokens).tobytes(), page_size, _seed(extra_key), 0)[0]
+
+
+def _seed(extra_key: object) -> bytes:
+    return hashlib.sha256(repr(extra_key).encode()).digest() if extra_key is not None else b""
+
+
+def _chain(data: bytes, page_size: int, h: bytes, first: int) -> tuple[list[str], bytes]:
+    """Keys of the pages from ``first`` on of token bytes ``data``, chained from hash ``h``; and the last full page's hash."""
+    step = 8 * page_size
+    keys: list[str] = []
+    last_full = h
+    for off in range(first * step, len(data), step):
+        h = hashlib.sha256(h + data[off:off + step]).digest()
+        keys.append("p:" + h.hex()[:16])
+        if off + step <= len(data):
+            last_full = h
+    return keys, last_full
 
 
 def _at(fn: Callable[..., Any]) -> str:
@@ -84,6 +95,8 @@ class SglangMonitor:
         self._actors: list[tuple[str, ...]] = []
         self._depth = 0  # nesting of wrapped frees: only the outermost reports
         self._saved: list[tuple[Any, str]] = []
+        # rid -> (token bytes of its full pages, their keys, the last full page's hash, namespace)
+        self._chains: dict[str, tuple[bytes, list[str], bytes, object]] = {}
 
     @classmethod
     def create(cls, allocator: Any, tree: Any, *, log: str | Path | IO[str] | None = None, source: str = "",
@@ -112,6 +125,17 @@ class SglangMonitor:
             yield
         finally:
             self._actors.pop()
+
+    def around(self, fn: Callable[..., Any], rids: Callable[..., Sequence[str]]) -> Callable[..., Any]:
+        """``fn`` run under ``acting(*rids(args))``: for patching an engine entry point in a test suite.
+
+        For example ``around(common.release_kv_cache, lambda req, *a, **k: [req.rid])``.
+        """
+        def acting_fn(*args: Any, **kwargs: Any) -> Any:
+            with self.acting(*rids(*args, **kwargs)):
+                return fn(*args, **kwargs)
+        acting_fn.__wrapped__ = fn  # type: ignore[attr-defined]
+        return acting_fn
 
     def _actor(self, what: str) -> str:
         if not self._actors or len(self._actors[-1]) != 1:
@@ -304,14 +328,28 @@ class SglangMonitor:
         n = len(tokens)
         if n == 0:
             return
-        idx = row[:n:ps].tolist()
-        pages = [int(i) // ps for i in idx]
-        keys = content_keys(tokens, ps, extra_key=extra_key)
+        pages = [int(i) // ps for i in row[:n:ps].tolist()]
+        keys = self._keys_of(rid, array("q", tokens).tobytes(), extra_key)
         first = start // ps
         if first < len(pages):
             self.monitor.write(rid, pages[first:], keys[first:], self.node, at)
         self.monitor.read(rid, pages, keys, self.node, at)
 
+    def _keys_of(self, rid: str, data: bytes, extra_key: object) -> list[str]:
+        """content_keys of a request's tokens, reusing the full pages' keys of its last forward (tokens only grow)."""
+        ps = self.page_size
+        full = len(data) // (8 * ps) * 8 * ps
+        cached = self._chains.get(rid)
+        if cached is not None and cached[3] == extra_key and data.startswith(cached[0]):
+            done, keys_done, h = cached[0], cached[1], cached[2]
+            more, h_full = _chain(data, ps, h, len(done) // (8 * ps))
+            keys = keys_done + more
+        else:
+            keys, h_full = _chain(data, ps, _seed(extra_key), 0)
+        n_full = full // (8 * ps)
+        self._chains[rid] = (data[:full], keys[:n_full], h_full, extra_key)
+        return keys
     def finish(self, rid: str) -> None:
         """The request is done (after ``release_kv_cache``)."""
+        self._chains.pop(rid, None)
         self.monitor.finish(rid)

@@ -39,6 +39,14 @@ def wl() -> ModuleType:
     return workload
 
 
+@pytest.fixture(scope="module")
+def defects(wl: ModuleType) -> ModuleType:
+    """The defects that can be put back (imported once the workload is)."""
+    import examples.real_engines.sglang_defects as module
+
+    return module
+
+
 def _events(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     lines = path.read_text(encoding="utf-8").splitlines()
     return json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
@@ -78,11 +86,12 @@ def _last_free_before(events: list[dict[str, Any]], seq: int, page: int) -> dict
     return next(e for e in reversed(events[:seq - 1]) if page in e.get("pages", ()) and e["event"] in ("free", "alloc"))
 
 
-def test_a_double_free_of_the_last_decode_slot_is_caught_at_the_second_free(wl: ModuleType, tmp_path: Path) -> None:
+def test_a_double_free_of_the_last_decode_slot_is_caught_at_the_second_free(
+        wl: ModuleType, defects: ModuleType, tmp_path: Path) -> None:
     """The reintroduced double free (the defect class of sglang-jax#982): the release frees a slot freed already."""
     log = tmp_path / "double-free.jsonl"
     with pytest.raises(OwnershipViolation) as caught:
-        wl.run(wl.Workload(requests=2000, seed=0), log=log, bug=wl.double_free_of_the_last_decode_slot)
+        wl.run(wl.Workload(requests=2000, seed=0), log=log, bug=defects.double_free_of_the_last_decode_slot)
     v = caught.value
     print(v)
     assert v.invariant == "no_foreign_free" and v.event["event"] == "free"
@@ -95,22 +104,22 @@ def test_a_double_free_of_the_last_decode_slot_is_caught_at_the_second_free(wl: 
     assert v.writer is not None and v.writer.startswith(f"request {v.req} ")
 
 
-def test_upstream_the_double_free_goes_unnoticed_without_the_debug_pool(wl: ModuleType) -> None:
+def test_upstream_the_double_free_goes_unnoticed_without_the_debug_pool(wl: ModuleType, defects: ModuleType) -> None:
     """Without the monitor and without SGLANG_DEBUG_MEMORY_POOL the run ends with pages on the free list twice."""
-    stats, s = wl.run(wl.Workload(requests=300, seed=0), monitored=False, bug=wl.double_free_of_the_last_decode_slot)
+    stats, s = wl.run(wl.Workload(requests=300, seed=0), monitored=False, bug=defects.double_free_of_the_last_decode_slot)
     free = s.allocator.get_all_free_pages().tolist()
     assert stats.finished == 300 and len(free) > len(set(free))
     with pytest.raises(AssertionError):  # SGLANG_DEBUG_MEMORY_POOL=1: the allocator's duplicate check fires
-        wl.run(wl.Workload(requests=300, seed=0), monitored=False, bug=wl.double_free_of_the_last_decode_slot,
+        wl.run(wl.Workload(requests=300, seed=0), monitored=False, bug=defects.double_free_of_the_last_decode_slot,
                debug_memory_pool=True)
 
 
 def test_a_row_left_on_freed_duplicates_after_a_checkpoint_is_caught_at_the_first_read(
-        wl: ModuleType, tmp_path: Path) -> None:
+        wl: ModuleType, defects: ModuleType, tmp_path: Path) -> None:
     """The reintroduced stale row (the defect sgl-project/mini-sglang#142 fixes): checkpoint frees, does not remap."""
     log = tmp_path / "no-remap.jsonl"
     with pytest.raises(OwnershipViolation) as caught:
-        wl.run(wl.Workload(requests=2000, seed=0), log=log, bug=wl.checkpoint_without_remapping_the_row)
+        wl.run(wl.Workload(requests=2000, seed=0), log=log, bug=defects.checkpoint_without_remapping_the_row)
     v = caught.value
     print(v)
     assert v.event["event"] == "read" and v.invariant in ("no_foreign_read", "no_unowned_access")
@@ -123,9 +132,9 @@ def test_a_row_left_on_freed_duplicates_after_a_checkpoint_is_caught_at_the_firs
     assert not any(e["event"] == "read" and e["req"] == v.req for e in events[freed["seq"]:v.seq - 1])
 
 
-def test_upstream_the_stale_row_goes_unnoticed_even_with_the_debug_pool(wl: ModuleType) -> None:
+def test_upstream_the_stale_row_goes_unnoticed_even_with_the_debug_pool(wl: ModuleType, defects: ModuleType) -> None:
     """SGLang's own checks (SGLANG_DEBUG_MEMORY_POOL=1 included) see nothing wrong: the free list stays consistent."""
-    stats, s = wl.run(wl.Workload(requests=2000, seed=0), monitored=False, bug=wl.checkpoint_without_remapping_the_row,
+    stats, s = wl.run(wl.Workload(requests=2000, seed=0), monitored=False, bug=defects.checkpoint_without_remapping_the_row,
                       debug_memory_pool=True)
     assert stats.finished == 2000
     assert sorted(s.allocator.get_all_free_pages().tolist()) == list(range(1, 33))
@@ -155,3 +164,34 @@ def test_uninstall_gives_the_engine_its_own_methods_back(wl: ModuleType) -> None
         assert "alloc" not in vars(allocator) and "evict" not in vars(tree)
         assert allocator.available_size() == 8 * 4 and sm.monitor.seq == 0  # the refused call took nothing
         assert allocator.alloc(4) is not None and sm.monitor.seq == 0
+
+
+def test_a_lock_dropped_after_a_checkpoint_is_caught_at_the_requests_next_read(
+        wl: ModuleType, defects: ModuleType, tmp_path: Path) -> None:
+    """The reintroduced lock/unlock asymmetry: the running request reads a path it no longer holds a lock on."""
+    log = tmp_path / "dropped-lock.jsonl"
+    with pytest.raises(OwnershipViolation) as caught:
+        wl.run(wl.Workload(requests=2000, seed=0), log=log, bug=defects.checkpoint_that_releases_its_new_lock)
+    v = caught.value
+    print(v)
+    assert (v.invariant, v.event["event"]) == ("no_unowned_access", "read")
+    _, events = _events(log)
+    # the reader's last event on that page was the unlock (dec_lock_ref's free) right after its checkpoint's lock
+    last = next(e for e in reversed(events[:v.seq - 1]) if e["req"] == v.req and v.page in e.get("pages", ()))
+    assert last["event"] == "free" and last["at"].startswith("sglang/srt/mem_cache/radix_cache.py")
+
+
+def test_upstream_the_dropped_lock_shows_only_once_the_free_list_is_corrupt(wl: ModuleType, defects: ModuleType) -> None:
+    """SGLang has no check that a running request's path stays locked; what it sees is the damage, later.
+
+    Without the debug pool the run finishes with pages on the free list
+    several times; with it, the allocator's duplicate check fires once a
+    page evicted under the request comes back through its next checkpoint.
+    """
+    stats, s = wl.run(wl.Workload(requests=300, seed=0), monitored=False,
+                      bug=defects.checkpoint_that_releases_its_new_lock)
+    free = s.allocator.get_all_free_pages().tolist()
+    assert stats.finished == 300 and len(free) > len(set(free))
+    with pytest.raises(AssertionError):
+        wl.run(wl.Workload(requests=300, seed=0), monitored=False, bug=defects.checkpoint_that_releases_its_new_lock,
+               debug_memory_pool=True)
