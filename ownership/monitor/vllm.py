@@ -90,19 +90,21 @@ class _ContentKeys:
 
     block_size: int
     chain: list[bytes] = field(default_factory=list)  # chain[i]: hash of tokens[: (i + 1) * block_size]
+    hexes: list[str] = field(default_factory=list)  # chain[i].hex(), kept because reads ask for them each step
 
-    def key(self, tokens: Sequence[int], index: int, end: int) -> str:
-        """The key of block ``index`` holding the tokens before ``end`` (at most one block's worth)."""
-        bs = self.block_size
-        while len(self.chain) < index and len(self.chain) * bs + bs <= len(tokens):
-            i = len(self.chain)
-            self.chain.append(self._digest(self.chain[i - 1] if i else b"", tokens[i * bs : i * bs + bs]))
-        if len(self.chain) < index:
-            raise UninstrumentedPathError(f"block {index} lies beyond the request's {len(tokens)} tokens")
-        stop = min(end, index * bs + bs)
-        if stop == index * bs + bs and index < len(self.chain):
-            return self.chain[index].hex()
-        return self._digest(self.chain[index - 1] if index else b"", tokens[index * bs : stop]).hex()
+    def keys(self, tokens: Sequence[int], first: int, end: int) -> list[str]:
+        """The keys of blocks ``first..`` holding the tokens before ``end``: full blocks carry their
+        chain hash; a last, partly filled block the hash of its tokens so far."""
+        bs, chain = self.block_size, self.chain
+        while len(chain) * bs + bs <= len(tokens):  # every full block whose tokens exist
+            i = len(chain)
+            chain.append(self._digest(chain[i - 1] if i else b"", tokens[i * bs : i * bs + bs]))
+            self.hexes.append(chain[-1].hex())
+        full = end // bs
+        out = self.hexes[first:full]
+        if end % bs and full >= first:
+            out.append(self._digest(chain[full - 1] if full else b"", tokens[full * bs : end]).hex())
+        return out
 
     @staticmethod
     def _digest(parent: bytes, tokens: Sequence[int]) -> bytes:
@@ -144,9 +146,16 @@ class _Tap:
             raise UninstrumentedPathError(f"{what} outside allocate_slots/free: no request to attribute it to")
         return self.stack[-1]
 
-    def key(self, request: Any, index: int, end: int) -> str:
-        keys = self.keys.setdefault(request.request_id, _ContentKeys(self.block_size))
-        return keys.key(request.all_token_ids, index, end)
+    def key_list(self, request: Any, first: int, end: int) -> list[str]:
+        """Content keys of the request's blocks ``first..`` holding its tokens before ``end``."""
+        keys = self.keys.get(request.request_id)
+        if keys is None:
+            keys = self.keys[request.request_id] = _ContentKeys(self.block_size)
+        return keys.keys(request.all_token_ids, first, end)
+
+    def key(self, request: Any, index: int) -> str:
+        """The content key of the request's full block ``index``."""
+        return self.key_list(request, index, (index + 1) * self.block_size)[0]
 
     def table(self, request: Any) -> list[int]:
         return list(self.manager.get_block_ids(request.request_id)[0])
@@ -160,7 +169,7 @@ class _Tap:
         indices = range(start // bs, (end - 1) // bs + 1)
         if indices.stop > len(table):
             raise UninstrumentedPathError(f"request {request.request_id}: tokens up to {end} but {len(table)} blocks")
-        return [table[i] for i in indices], [self.key(request, i, end) for i in indices]
+        return table[indices.start : indices.stop], self.key_list(request, indices.start, end)
 
 
 @contextmanager
@@ -233,7 +242,7 @@ def instrument(scheduler: Any, sink: EventSink) -> Iterator[None]:
                 if page not in context.hits:
                     raise UninstrumentedPathError(f"touch of block {page}, not one of the prefix hits being adopted")
                 index = context.first_hit_index + context.hits.index(page)
-                content.append(tap.key(request, index, (index + 1) * tap.block_size))
+                content.append(tap.key(request, index))
             if pages:
                 sink.share(request.request_id, pages, content, node=NODE, at=at)
         return wrapper
@@ -244,8 +253,7 @@ def instrument(scheduler: Any, sink: EventSink) -> Iterator[None]:
             original(request, blocks, num_cached_blocks, num_full_blocks, *args, **kwargs)
             indices = [i for i in range(num_cached_blocks, num_full_blocks) if not blocks[i].is_null]
             if indices:
-                bs = tap.block_size
-                content = [tap.key(request, i, (i + 1) * bs) for i in indices]
+                content = [tap.key(request, i) for i in indices]
                 sink.cache(request.request_id, [blocks[i].block_id for i in indices], content, node=NODE, at=at)
         return wrapper
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -93,13 +92,12 @@ def stale_prefix_index() -> Iterator[None]:
         BlockPool._maybe_evict_cached_block = released
 
 
-def _reuse_scenario(scheduler: Any) -> dict[str, list[int]]:
+def _reuse_scenario(scheduler: Any, tables: dict[str, list[int]]) -> None:
     """A finishes (its 3 full blocks stay cached); B then needs every block, A's included; C
-    asks for A's prompt again.  Returns the block tables vLLM gave A and B."""
+    asks for A's prompt again.  ``tables`` receives the block table vLLM first gave each request."""
     from ownership.monitor.vllm_driver import make_request, step
 
     manager = scheduler.kv_cache_manager
-    tables: dict[str, list[int]] = {}
 
     def note_tables(output: Any) -> None:
         for req_id in output.num_scheduled_tokens:
@@ -120,7 +118,6 @@ def _reuse_scenario(scheduler: Any) -> dict[str, list[int]]:
     run_until_gone("B")
     scheduler.add_request(make_request(scheduler, "C", prompt_a, max_tokens=1))
     run_until_gone("C")
-    return tables
 
 
 REUSE_SHAPE = {"num_blocks": 10, "block_size": 4, "max_num_seqs": 4, "max_num_batched_tokens": 64}
@@ -163,8 +160,9 @@ def test_released_scheduler_reuse_scenario_is_silent(vllm: ModuleType) -> None:
 
     scheduler = build_scheduler(SchedulerShape(**REUSE_SHAPE))
     sink = Counting(monitor_for(scheduler))
+    tables: dict[str, list[int]] = {}
     with instrument(scheduler, sink):
-        tables = _reuse_scenario(scheduler)
+        _reuse_scenario(scheduler, tables)
     assert set(tables["A"]) <= set(tables["B"])  # B really did reuse A's blocks
     assert sink.kinds["share"] == 0 and sink.kinds["finish"] == 3
 
@@ -191,11 +189,12 @@ def test_seeded_stale_index_is_caught_at_the_prefix_hit_on_the_reused_block(vllm
     monitor = monitor_for(scheduler)
     tables: dict[str, list[int]] = {}
     with stale_prefix_index(), instrument(scheduler, monitor), pytest.raises(OwnershipViolation) as caught:
-        tables.update(_reuse_scenario(scheduler))
+        _reuse_scenario(scheduler, tables)
     violation = caught.value
     assert violation.invariant == "no_wrong_cache_hit" and violation.req == "C"
     assert violation.event["event"] == "share" and violation.event["at"].startswith("vllm/v1/core/block_pool.py:")
     assert violation.page == violation.event["pages"][0]
+    assert violation.page in tables["A"] and violation.page in tables["B"] and "C" not in tables
     # The page is one vLLM gave A and then B (B wrote it last), and vLLM's index still maps a
     # hash to it that the block itself no longer carries.
     assert monitor.content(violation.page) is not None and violation.writer is not None
@@ -286,21 +285,29 @@ def test_seeded_example_log_replays_to_the_violation_on_its_last_line() -> None:
 
 
 # -- python tests/real_engines/test_vllm_monitor.py logs|bench ------------------------------
-def _bench(requests: int = 600, rounds: int = 3) -> None:
+def _bench(requests: int = 600, rounds: int = 5) -> None:
+    """The same seeded run with the scheduler alone, instrumented with a no-op sink, with the
+    monitor, and with the monitor writing its log; best of ``rounds`` in process CPU time."""
     from ownership.monitor.vllm import instrument, monitor_for
     from ownership.monitor.vllm_driver import Workload, build_scheduler, run
 
-    off, on = [], []
+    class Discard:
+        def __getattr__(self, kind: str) -> Any:
+            return lambda *args, **kwargs: None
+
+    times: dict[str, list[float]] = {"scheduler alone": [], "no-op sink": [], "monitor": [], "monitor + log": []}
     for _ in range(rounds):
-        scheduler = build_scheduler()
-        off.append(run(scheduler, Workload(requests=requests)).seconds)
-        scheduler = build_scheduler()
-        monitor = monitor_for(scheduler)
-        with instrument(scheduler, monitor):
-            stats = run(scheduler, Workload(requests=requests))
-        on.append(stats.seconds)
-    print(f"{requests} requests, {stats.steps} steps, {monitor.seq} events; best of {rounds}: "
-          f"monitor off {min(off):.3f} s, on {min(on):.3f} s, x{min(on) / min(off):.2f}")
+        for what in times:
+            scheduler = build_scheduler()
+            sink = (Discard() if what == "no-op sink" else
+                    monitor_for(scheduler, log=io.StringIO() if what == "monitor + log" else None))
+            with instrument(scheduler, sink) if what != "scheduler alone" else _nothing():
+                stats = run(scheduler, Workload(requests=requests))
+            times[what].append(stats.cpu_seconds)
+    base = min(times["scheduler alone"])
+    print(f"{requests} requests, {stats.steps} steps; best of {rounds}, CPU seconds:")
+    for what, seconds in times.items():
+        print(f"  {what:16} {min(seconds):.3f} s  x{min(seconds) / base:.2f}")
 
 
 if __name__ == "__main__":
@@ -311,7 +318,6 @@ if __name__ == "__main__":
             path.write_text(_log(seeded), encoding="utf-8")
             print(path, len(path.read_text(encoding="utf-8").splitlines()), "lines")
     elif sys.argv[1:] == ["bench"]:
-        started = time.perf_counter()
         _bench()
     else:
         sys.exit("usage: test_vllm_monitor.py logs|bench")
