@@ -55,13 +55,16 @@ def test_sglang_clean_run_is_validated(sglang_workload: ModuleType, tmp_path: Pa
     assert r.events == _lines(log) > 1000 and stats.finished == 150
 
 
-@pytest.mark.parametrize("bug", ["double_free_of_the_last_decode_slot", "checkpoint_without_remapping_the_row"])
+@pytest.mark.parametrize("bug", ["double_free_of_the_last_decode_slot", "checkpoint_without_remapping_the_row",
+                                 "checkpoint_that_releases_its_new_lock"])
 def test_sglang_seeded_run_is_rejected_at_the_monitors_line(sglang_workload: ModuleType, tmp_path: Path,
                                                             bug: str) -> None:
+    """Each defect examples/real_engines/sglang_defects.py puts back: rejected where the monitor stops."""
+    import examples.real_engines.sglang_defects as defects
+
     log = tmp_path / f"{bug}.jsonl"
     with pytest.raises(OwnershipViolation) as caught:
-        sglang_workload.run(sglang_workload.Workload(requests=2000, seed=0), log=log,
-                            bug=getattr(sglang_workload, bug))
+        sglang_workload.run(sglang_workload.Workload(requests=2000, seed=0), log=log, bug=getattr(defects, bug))
     r = validate(CONTRACT, log)
     j = r.rejection
     assert r.verdict == "REJECTED" and j is not None
