@@ -411,3 +411,15 @@ def test_cli_refuses_an_unknown_unlogged_kind(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["validate", str(VLLM), str(write_log(tmp_path / "p.jsonl", without("cache"))),
                                    "--unlogged", "cache", "--max-gap", "1"])
     assert res.exit_code == 0 and "internal (unlogged) actions: cache_full_blocks" in res.stdout
+
+
+def test_a_constant_argument_no_instance_has_is_explained(tmp_path: Path) -> None:
+    """A rule binding num_blocks to a value outside NumBlocks: the candidate says so instead of nothing."""
+    src = (ROOT / "specs" / "vllm_block_pool.py").read_text(encoding="utf-8")
+    changed = src.replace('args={"num_blocks": 1}, changes="ref_cnt"', 'args={"num_blocks": 3}, changes="ref_cnt"')
+    assert changed != src
+    spec = tmp_path / "vllm_block_pool.py"
+    spec.write_text(changed, encoding="utf-8")
+    j = validate(spec, write_log(tmp_path / "c.jsonl", CLEAN)).rejection
+    assert j is not None and j.line == 2
+    assert j.candidates[0].reason == "no instance of get_new_blocks has the logged arguments (num_blocks=3)"

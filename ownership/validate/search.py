@@ -227,7 +227,11 @@ class Validator:
             fixed.append((pos, got))
         expect = ({values["page"]} if rule.per_page and values["page"] is not None
                   else {self.page_elem[p] for p in ev.pages if p in self.page_elem})
-        for ai in self._instances(rule.action, fixed):
+        candidates = self._instances(rule.action, fixed)
+        if not candidates and why is not None:
+            shown = ", ".join(f"{act.arg_names[pos]}={v}" for pos, v in fixed)
+            why.append((rule.action, f"no instance of {rule.action} has the logged arguments ({shown})"))
+        for ai in candidates:
             succs = self.inst.successors_of(state, ai)
             if not succs and why is not None:
                 why.append((ai.label, _guard_reason(self.inst, state, ai)))
