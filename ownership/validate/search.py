@@ -77,6 +77,8 @@ class Rejection:
     states: tuple[dict[str, Any], ...]
     configs: int
     candidates: tuple[Candidate, ...]
+    initial: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The spec's initial state, named: the text report shows the cells that differ from it."""
 
 
 @dataclass
@@ -352,7 +354,8 @@ class Validator:
                     seen.add((label, reason))
                     candidates.append(Candidate(i, label, reason))
         states = tuple(self.describe(c) for c in shown)
-        return Rejection(ev.line, ev.seq, ev.raw, step[0], states, len(before), tuple(candidates))
+        return Rejection(ev.line, ev.seq, ev.raw, step[0], states, len(before), tuple(candidates),
+                         self.inst.to_json(self.inst.init_state))
 
     def describe(self, c: Config) -> dict[str, Any]:
         """A configuration in named form: the state (as trace.json writes it) and the id bindings."""
