@@ -313,6 +313,7 @@ def test_cli_validated_and_rejected_with_json(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert res.stdout.startswith(f"REJECTED  vllm_block_pool  {bad}:13: no behaviour of the spec explains seq 12")
     assert "[state 1] get_new_blocks(1): effect disagrees with the log" in res.stdout
+    assert "      ref_cnt: as initially\n      block_hash[B1]=h0  block_hash[B2]=h1  (the rest as initially)\n" in res.stdout
     no = json.loads((tmp_path / "no.json").read_text())
     assert set(no) == {"format", "version", "verdict", "spec", "log", "events", "params", "max_gap",
                        "internal_actions", "configurations", "seconds", "notes", "rejection"}
