@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ownership import inputs, session
-from ownership.cli.common import JsonOpt, MaxDomainOpt, ParamOpt, parse_params
+from ownership.cli.common import MaxDomainOpt, ParamOpt, parse_params
 from ownership.errors import Code, ExitCode, OwnershipError
 
 
@@ -244,7 +244,7 @@ def validate(
     max_configs: Annotated[int, typer.Option(help="Configurations (spec state + id bindings) kept per line; dropping some makes a rejection inconclusive.")] = 10_000,
     unlogged: Annotated[list[str] | None, typer.Option("--unlogged", help="An event kind this log does not record (repeatable): its actions may run between logged events.")] = None,
     param: ParamOpt = None,
-    json_out: JsonOpt = None,
+    json_out: Annotated[Path | None, typer.Option("--json", parser=inputs.output_file("--json"), help="Also write the result as JSON: verdict, configurations, and for a rejection the line, states and candidates (docs/validate.md).")] = None,
 ) -> None:
     """Check a recorded event log against SPEC: VALIDATED (exit 0), or REJECTED at the first line no behaviour explains (exit 1)."""
     from ownership.session.validate import validate as run_validate
