@@ -424,3 +424,14 @@ def test_a_constant_argument_no_instance_has_is_explained(tmp_path: Path) -> Non
     j = validate(spec, write_log(tmp_path / "c.jsonl", CLEAN)).rejection
     assert j is not None and j.line == 2
     assert j.candidates[0].reason == "no instance of get_new_blocks has the logged arguments (num_blocks=3)"
+
+
+def test_a_where_that_raises_is_a_located_spec_error(tmp_path: Path) -> None:
+    src = TINY.replace("spec.logs(\"finish\", where=lambda s, e: not any(s.held[e.req, p] for p in s.all(Page)))",
+                       "spec.logs(\"finish\", where=lambda s, e: 1 / 0 > 0)")
+    assert src != TINY
+    spec = tmp_path / "raising.py"
+    spec.write_text(src, encoding="utf-8")
+    with pytest.raises(OwnershipError) as exc:
+        validate(spec, write_log(tmp_path / "f.jsonl", [_run("a", "finish")], TINY_HEADER))
+    assert exc.value.code.label == "OWN006" and exc.value.file == str(spec) and "ZeroDivisionError" in exc.value.message

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from ownership.errors import Code, OwnershipError
 from ownership.lang.declarations import Domain
 from ownership.lang.instance import Instance, State
 from ownership.lang.logmap import LogIds, LogRule
@@ -276,7 +277,14 @@ class Validator:
             return True
         view = self.inst.view
         view._cells[:] = state
-        ok = bool(rule.where(view, e))
+        try:
+            ok = bool(rule.where(view, e))
+        except OwnershipError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - spec code is user code
+            raise OwnershipError(Code.SPEC_RUNTIME, f"the where= of spec.logs({rule.kind!r}) raised "
+                                 f"{type(exc).__name__}: {exc} (it sees e.req and e.content only when it names "
+                                 "them itself)", rule.file, rule.line) from None
         view._reads.clear()
         if not ok and why is not None:
             why.append((label, f"effect disagrees with the log: the rule's where= ({_source_line(rule)}) is false "
