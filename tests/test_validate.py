@@ -435,3 +435,11 @@ def test_a_where_that_raises_is_a_located_spec_error(tmp_path: Path) -> None:
     with pytest.raises(OwnershipError) as exc:
         validate(spec, write_log(tmp_path / "f.jsonl", [_run("a", "finish")], TINY_HEADER))
     assert exc.value.code.label == "OWN006" and exc.value.file == str(spec) and "ZeroDivisionError" in exc.value.message
+
+
+def test_the_bound_also_cuts_the_internal_steps(tmp_path: Path) -> None:
+    """One configuration allowed: the gap before the hit cannot even cache block 1, so no REJECTED is claimed."""
+    log = write_log(tmp_path / "nocache.jsonl", [CLEAN[0], CLEAN[3]])
+    assert validate(VLLM, log, ValidateOptions(max_gap=1, unlogged=("cache",))).verdict == "VALIDATED"
+    cut = validate(VLLM, log, ValidateOptions(max_gap=1, max_configs=1, unlogged=("cache",)))
+    assert cut.verdict == "UNKNOWN" and cut.truncated_at == 3

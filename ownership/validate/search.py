@@ -292,8 +292,12 @@ class Validator:
         return ok
 
     # -- the search ------------------------------------------------------------------------
-    def closure(self, configs: dict[Config, None]) -> dict[Config, None]:
-        """``configs`` and every configuration up to ``max_gap`` internal steps from them (those first)."""
+    def closure(self, configs: dict[Config, None]) -> tuple[dict[Config, None], bool]:
+        """``configs`` and every configuration up to ``max_gap`` internal steps from them (those first).
+
+        The second value says whether the bound (``max_configs``, for the
+        internal steps' configurations too) cut the closure short.
+        """
         seen = dict(configs)
         frontier = list(configs)
         for _ in range(self.opts.max_gap):
@@ -303,12 +307,14 @@ class Validator:
                     for succ in self.inst.successors_of(c.state, ai):
                         n = self.canonical(Config(succ.state, c.reqs, c.keys))
                         if n not in seen:
+                            if len(seen) >= self.opts.max_configs:
+                                return seen, True
                             seen[n] = None
                             nxt.append(n)
             if not nxt:
                 break
             frontier = nxt
-        return seen
+        return seen, False
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> ValidationResult:
         """Validate the whole log."""
@@ -324,7 +330,9 @@ class Validator:
                 if progress is not None and now - last >= 1.0:
                     progress(n, len(configs))
                     last = now
-                current = self.closure(configs)
+                current, cut = self.closure(configs)
+                if cut and result.truncated_at is None:
+                    result.truncated_at = ev.line
                 for step in self.steps(ev):
                     nxt: dict[Config, None] = {}
                     for c in current:
