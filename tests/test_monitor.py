@@ -158,6 +158,7 @@ def test_the_first_breaking_event_raises_with_invariant_seq_request_and_page(
     text = str(v)
     assert text.startswith(f"{invariant} at seq {v.seq} ({v.event['event']}): ")
     assert f"request {req}" in text and f"page {page}" in text and f"node {v.node}" in text
+    assert (f"written by {v.writer}" in text) if v.writer else ("nothing written" in text)
     # the violating event is in the log, as its last line
     lines = log.getvalue().splitlines()
     assert len(lines) == v.seq + 1 and json.loads(lines[-1]) == v.event

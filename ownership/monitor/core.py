@@ -176,11 +176,12 @@ class Monitor:
             pg = table[p]
             if p in reserved:
                 self._violate("no_double_alloc", ev, node, p, pg,
-                              f"request {req} is allocated page {p} on node {node}, a reserved page that is never handed out")
+                              f"request {req} is allocated page {p} on node {node}, a reserved page that is never "
+                              f"handed out (it holds {_held_content(pg)})")
             elif pg.holders:
                 self._violate("no_double_alloc", ev, node, p, pg,
                               f"request {req} is allocated page {p} on node {node}, which {_who(pg.holders)} still "
-                              f"hold{'s' if len(pg.holders) == 1 else ''}")
+                              f"hold{'s' if len(pg.holders) == 1 else ''} (it holds {_held_content(pg)})")
             pg.valid = False
             pg.cached = None
             self._take(req, node, p, pg)
@@ -242,7 +243,7 @@ class Monitor:
             if req not in spg.holders:
                 self._violate("no_unowned_access", ev, src_node, sp, spg,
                               f"request {req} transfers from page {sp} on node {src_node} without holding it "
-                              f"({_holders_said(spg)})")
+                              f"({_holders_said(spg)}; it holds {_held_content(spg)})")
             elif not spg.valid or spg.content != key:
                 self._violate("no_foreign_read", ev, src_node, sp, spg,
                               f"request {req} transfers page {sp} on node {src_node} expecting {key!r}, but it holds "
@@ -251,11 +252,12 @@ class Monitor:
             if req not in pg.holders:
                 self._violate("no_unowned_access", ev, node, p, pg,
                               f"request {req} transfers into page {p} on node {node} without holding it "
-                              f"({_holders_said(pg)})")
+                              f"({_holders_said(pg)}; it holds {_held_content(pg)})")
             elif len(pg.holders) > 1:
                 self._violate("no_write_to_shared", ev, node, p, pg,
                               f"request {req} transfers into page {p} on node {node}, which "
-                              f"{_who({r: c for r, c in pg.holders.items() if r != req})} also hold")
+                              f"{_who({r: c for r, c in pg.holders.items() if r != req})} also hold "
+                              f"(it holds {_held_content(pg)})")
             pg.content, pg.valid = key, True
             pg.writer = f"request {req} at seq {self.seq} (transfer from page {sp} on node {src_node})"
 
