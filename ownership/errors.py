@@ -77,6 +77,12 @@ class Code(enum.Enum):
     MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
     MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
     MONITOR_BAD_EVENT = (84, "a monitor event or event-log record is malformed")
+    LOG_NOT_JSON = (85, "an event log line is not a JSON object")
+    LOG_SCHEMA = (86, "an event log line lacks a field or has one of the wrong type")
+    LOG_SEQ = (87, "an event log's seq numbers skip or repeat")
+    LOG_UNKNOWN_ID = (88, "an event log names a node or page its header does not have")
+    LOG_MISFIT = (89, "an event log does not fit the spec it is validated against")
+    LOG_RULE_INVALID = (92, "a spec's event-log declaration (log_ids, logs) is malformed")
     DEADLINE_INVALID = (90, "a deadline declaration is malformed")
     REGIONS_NO_TRANSFERS = (91, "a registration invariant watches no posted transfers")
 

@@ -127,7 +127,7 @@ build_venv() {
 # failed, errored or was skipped.
 run_tests() {
   local engine="$1" venv="$venvs/$1"
-  local report
+  local report validate_report=""
   report="$(mktemp)"
   local tests=()
   case "$engine" in
@@ -142,22 +142,33 @@ run_tests() {
   echo "== $engine: ${tests[*]}"
   local rc=0
   "$venv/bin/python" -m pytest -rs -p no:cacheprovider --junitxml="$report" "${tests[@]}" || rc=$?
-  "$venv/bin/python" - "$report" "$engine" "$rc" <<'EOF'
+  local reports=("$report")
+  if [ "$engine" != sglang-releases ]; then
+    # the validate tests that run this engine (their names carry it): a second
+    # report, checked the same way (one run with -k would drop the other files' tests)
+    validate_report="$(mktemp)"
+    reports+=("$validate_report")
+    echo "== $engine: tests/real_engines/test_validate_real_logs.py -k $engine"
+    "$venv/bin/python" -m pytest -rs -p no:cacheprovider --junitxml="$validate_report" \
+      tests/real_engines/test_validate_real_logs.py -k "$engine" || rc=$?
+  fi
+  "$venv/bin/python" - "$engine" "$rc" "${reports[@]}" <<'EOF'
 import sys
 import xml.etree.ElementTree as ET
 
-report, engine, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
-suite = ET.parse(report).getroot()
-if suite.tag == "testsuites":
-    suite = suite[0]
-tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
-bad = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
-if rc != 0 or bad or skipped or tests == 0:
-    print(f"real-engines.sh: {engine}: pytest exit {rc}, {tests} tests, {bad} failed or errored, "
-          f"{skipped} skipped (a skip means the engine did not import in its environment)", file=sys.stderr)
-    sys.exit(1)
+engine, rc, reports = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+for report in reports:
+    suite = ET.parse(report).getroot()
+    if suite.tag == "testsuites":
+        suite = suite[0]
+    tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+    bad = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+    if rc != 0 or bad or skipped or tests == 0:
+        print(f"real-engines.sh: {engine}: pytest exit {rc}, {tests} tests, {bad} failed or errored, "
+              f"{skipped} skipped (a skip means the engine did not import in its environment)", file=sys.stderr)
+        sys.exit(1)
 EOF
-  rm -f "$report"
+  rm -f "${reports[@]}"
 }
 
 for engine in "${engines[@]}"; do

@@ -71,9 +71,10 @@ spec = Spec(
     expect=safe(),
 )
 
-spec.param("num_gpu_blocks", 4, "BlockPool(num_gpu_blocks=...), the null block included", min=2, max=6)
-spec.param("hashes", 2, "distinct block hashes (prefix contents) modelled", min=1, max=3)
-spec.param("max_refs", 2, "most references one block takes (requests sharing it)", min=1, max=3)
+# The upper bounds admit the pools of recorded runs (``ownership validate``); checks use small values.
+spec.param("num_gpu_blocks", 4, "BlockPool(num_gpu_blocks=...), the null block included", min=2, max=1024)
+spec.param("hashes", 2, "distinct block hashes (prefix contents) modelled", min=1, max=1024)
+spec.param("max_refs", 2, "most references one block takes (requests sharing it)", min=1, max=1024)
 
 # Block i of the spec is block_id i + 1: block 0 is the null block.
 Block = spec.domain(
@@ -84,7 +85,9 @@ Block = spec.domain(
     doc="usable KV cache blocks (KVCacheBlock), block_id = index + 1",
 )
 BlockId = Annotated[int, Block]  # the type of an action argument drawn from Block
-Hash = spec.domain("Hash", "hashes", names=lambda i: f"h{i}", doc="block hash values (BlockHashWithGroupId)")
+Hash = spec.domain(
+    "Hash", "hashes", symmetric=True, names=lambda i: f"h{i}", doc="block hash values (BlockHashWithGroupId)"
+)
 HashId = Annotated[int, Hash]  # the type of an action argument drawn from Hash
 NumBlocks = spec.values("NumBlocks", lambda p: [1, 2])
 NumBlocksId = Annotated[int, NumBlocks]  # the type of an action argument drawn from NumBlocks
@@ -237,6 +240,30 @@ def free_queue_holds_unreferenced_blocks(s) -> bool:
 def nothing_held(s) -> bool:
     """No block is referenced: every request gave its blocks back (the pool can always get here)."""
     return all(s.ref_cnt[b] == 0 for b in s.all(Block))
+
+
+# -- reading event logs of real runs (``ownership validate``, docs/validate.md) -----------------
+# A log's node is the BlockPool: its page ids are block ids (block 0, the null block, is reserved),
+# its content keys are block hashes, and every usable block can hold a distinct one.  A log's
+# requests are not modelled (the pool counts references, not who holds them).
+spec.log_ids(
+    pages=Block,
+    content=Hash,
+    params=lambda node: {"num_gpu_blocks": node.pages, "hashes": node.usable, "max_refs": 1024},
+    # evict_blocks (a KV connector's invalid blocks) and reset_prefix_cache (an explicit reset)
+    # are not part of scheduling; every call the scheduler makes is logged.
+    internal=(),
+)
+# A list call is these calls in its order (the module docstring); alloc must take exactly the
+# logged blocks off the head of the free queue, a hit must touch exactly the logged block.
+spec.logs("alloc", "get_new_blocks", per_page=True, args={"num_blocks": 1}, changes="ref_cnt")
+spec.logs("share", "touch_cached_block", per_page=True, args={"block_hash": "content"}, changes="ref_cnt")
+spec.logs("cache", "cache_full_blocks", per_page=True, args={"block": "page", "block_hash": "content"})
+spec.logs("free", "free_blocks", per_page=True, args={"block": "page"})
+# Writes and reads change nothing the pool tracks; the block must be referenced by someone.
+spec.logs("write", per_page=True, where=lambda s, e: s.ref_cnt[e.page] > 0)
+spec.logs("read", per_page=True, where=lambda s, e: s.ref_cnt[e.page] > 0)
+spec.logs("finish")
 
 
 # -- mutants this model cannot tell from the real thing (``ownership mutate``) ------------------

@@ -105,6 +105,7 @@ def _register() -> None:
         ("check", checking.check), ("report", checking.report), ("list", tools.list_specs), ("mbt", tools.mbt),
         ("replay", tools.replay), ("render", tools.render), ("test", checking.test_specs), ("graph", tools.graph),
         ("prove", checking.prove), ("mutate", tools.mutate), ("preflight", preflight.preflight),
+        ("validate", tools.validate),
     ):
         app.command(name)(command)
 

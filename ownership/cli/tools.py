@@ -235,3 +235,43 @@ def mutate(
         except OSError as exc:
             raise OwnershipError(Code.BAD_OPTION, f"--json: cannot write: {exc.strerror or exc}", str(json_out)) from None
     raise typer.Exit(int(ExitCode.OK if report.ok else ExitCode.VIOLATION))
+
+
+def validate(
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC", help="The spec the run must be a behaviour of (it declares spec.log_ids and spec.logs).")],
+    log_path: Annotated[Path, typer.Argument(metavar="LOG", help="The event log of the run (JSON lines, docs/event-log.md).")],
+    max_gap: Annotated[int, typer.Option(help="Unlogged internal steps allowed between two logged events.")] = 2,
+    max_configs: Annotated[int, typer.Option(help="Configurations (spec state + id bindings) kept per line; dropping some makes a rejection inconclusive.")] = 10_000,
+    unlogged: Annotated[list[str] | None, typer.Option("--unlogged", help="An event kind this log does not record (repeatable): its actions may run between logged events.")] = None,
+    param: ParamOpt = None,
+    json_out: Annotated[Path | None, typer.Option("--json", parser=inputs.output_file("--json"), help="Also write the result as JSON: verdict, configurations, and for a rejection the line, states and candidates (docs/validate.md).")] = None,
+) -> None:
+    """Check a recorded event log against SPEC: VALIDATED (exit 0), or REJECTED at the first line no behaviour explains (exit 1)."""
+    from ownership.session.validate import validate as run_validate
+    from ownership.validate.report import json_report, text_report
+    from ownership.validate.search import ValidateOptions
+
+    inputs.check_count("--max-gap", max_gap, 0)
+    inputs.check_count("--max-configs", max_configs, 1)
+    from ownership.lang.logmap import LOG_KINDS
+
+    for kind in unlogged or ():
+        if kind not in LOG_KINDS:
+            raise OwnershipError(Code.BAD_OPTION, f"--unlogged {kind}: not an event kind (known: {', '.join(LOG_KINDS)})")
+    params = parse_params(param)
+    started = time.monotonic()
+
+    def progress(line: int, configs: int) -> None:
+        sys.stderr.write(f"  ... event {line:,}, {configs:,} configurations, {time.monotonic() - started:.0f}s\n")
+
+    result = run_validate(spec_path, log_path, ValidateOptions(max_gap=max_gap, max_configs=max_configs,
+                                                                  unlogged=tuple(unlogged or ())), params,
+                          progress)
+    for line in text_report(result):
+        typer.echo(line)
+    if json_out is not None:
+        import json
+
+        with inputs.writing(json_out, "--json"):
+            json_out.write_text(json.dumps(json_report(result, max_gap), indent=1) + "\n", encoding="utf-8")
+    raise typer.Exit(result.exit_code)

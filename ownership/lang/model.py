@@ -335,6 +335,28 @@ class Spec:
         self.done = fn
         return fn
 
+    def log_ids(self, *, pages: Domain, params: Callable[[Any], Mapping[str, int]] | None = None,
+                req: Domain | None = None, content: Domain | None = None, node: str | None = None,
+                internal: Sequence[str] | None = None) -> Any:
+        """Declare how a recorded event log's ids map onto this spec's domains (``ownership validate``).
+
+        See :class:`ownership.lang.logmap.LogIds` and ``docs/validate.md``.
+        """
+        from ownership.lang.logmap import declare_ids
+
+        return declare_ids(self, pages, params, req, content, node, internal)
+
+    def logs(self, kind: str, action: str | None = None, *, per_page: bool = False,
+             args: Mapping[str, str | int] | None = None, changes: str | Sequence[str] = (),
+             where: Callable[[Any, Any], Any] | None = None) -> Any:
+        """Declare which action explains a logged event of ``kind`` (``ownership validate``).
+
+        See :class:`ownership.lang.logmap.LogRule` and ``docs/validate.md``.
+        """
+        from ownership.lang.logmap import declare_rule
+
+        return declare_rule(self, kind, action, per_page, args, changes, where)
+
     def accept_mutant(self, mutant: str, *, reason: str) -> None:
         """Accept a surviving mutant of this spec file (``ownership mutate``), saying why.
 

@@ -10,6 +10,8 @@ trace, draw choices at random or stop at the first outcome.
 
 from __future__ import annotations
 
+import os
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     from ownership.core.events import Event
     from ownership.lang.instance import State, View
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The ``ownership`` package's folder: frames outside it are spec code."""
 AUDIT_FIRST = 32
 """Expansions whose every action :meth:`Instance.expand` runs twice (the determinism audit)..."""
 AUDIT_EVERY = 64
@@ -240,6 +244,26 @@ class Successors:
         finally:
             object.__setattr__(view, hook, None)
         return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags))
+
+    def disabled_at(self, state: State, ai: ActionInstance) -> tuple[str, int, str] | None:
+        """Where ``ai``'s guard fails in ``state``: (file, line, source text) of the spec line that raised.
+
+        Runs the action once taking the first option at every ``s.choose``;
+        ``None`` if it fires or stops elsewhere than in spec code.
+        """
+        view = self.view
+        view._cells[:] = state
+        for hook in (view._picks, view._counts, view._chosen, view._prefix, view.events, view._flags):
+            hook.clear()
+        try:
+            ai.action.fn(view, *ai.call)
+        except Disabled as exc:
+            for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+                if not os.path.abspath(frame.filename).startswith(_PACKAGE + os.sep):
+                    return frame.filename, frame.lineno or 0, (frame.line or "").strip()
+        except Exception:  # noqa: BLE001 - only asked where a guard failed; running it for real reports errors
+            return None
+        return None
 
     def first_outcome(self, state: State, ai: ActionInstance) -> Successor | None:
         """One outcome of ``ai`` in ``state`` (``None`` exactly when it is disabled).
