@@ -105,12 +105,13 @@ class VllmBlockPoolAdapter(Adapter):
             logger.setLevel(level)
 
     # -- observation -----------------------------------------------------------------
-    def _hash_index(self, key: bytes | None) -> int | None:
+    def _hash_name(self, key: bytes | None) -> str | None:
+        """The spec's name (``h0``, ``h1``, ...) of a real block hash: Hash is a symmetric domain, so names, not numbers."""
         if key is None:
             return None
         from vllm.v1.core.kv_cache_utils import get_block_hash
 
-        return self.hashes.index(get_block_hash(key))
+        return f"h{self.hashes.index(get_block_hash(key))}"
 
     def observe(self) -> dict[str, object]:
         """Reference counts, the free queue in order, hashes, the prefix-cache map, the null block."""
@@ -120,7 +121,7 @@ class VllmBlockPoolAdapter(Adapter):
         cache_map = {}
         for h, block_hash in enumerate(self.hashes):
             key = make_block_hash_with_group_id(block_hash, 0)
-            cache_map[h] = sorted(
+            cache_map[f"h{h}"] = sorted(
                 b.block_id - 1 for b in blocks if self.pool.cached_block_hash_to_block.contain(key, b.block_id)
             )
         null = self.pool.null_block
@@ -128,7 +129,7 @@ class VllmBlockPoolAdapter(Adapter):
             "ref_cnt": [b.ref_cnt for b in blocks],
             "free_queue": [b.block_id - 1 for b in self.pool.free_block_queue.get_all_free_blocks()],
             "num_free_blocks": self.pool.get_num_free_blocks(),
-            "block_hash": [self._hash_index(b.block_hash) for b in blocks],
+            "block_hash": [self._hash_name(b.block_hash) for b in blocks],
             "cached_block_hash_to_block": cache_map,
             "null_block": (null.block_id, null.is_null, null.prev_free_block is None),
         }
@@ -142,9 +143,10 @@ class VllmBlockPoolAdapter(Adapter):
             "ref_cnt": [s.ref_cnt[b] for b in range(n)],
             "free_queue": queue,
             "num_free_blocks": len(queue),
-            "block_hash": [s.block_hash[b] for b in range(n)],
+            "block_hash": [None if s.block_hash[b] is None else str(s.block_hash[b]) for b in range(n)],
             "cached_block_hash_to_block": {
-                h: [b for b in range(n) if s.block_hash[b] == h] for h in range(self.params["hashes"])
+                f"h{h}": [b for b in range(n) if s.block_hash[b] is not None and str(s.block_hash[b]) == f"h{h}"]
+                for h in range(self.params["hashes"])
             },
             "null_block": (0, True, True),
         }
