@@ -210,15 +210,7 @@ class Monitor:
         table = self._pages[node]
         for p, key in zip(pages, content, strict=True):
             pg = table[p]
-            if req not in pg.holders:
-                self._violate("no_unowned_access", ev, node, p, pg,
-                              f"request {req} writes page {p} on node {node} without holding it "
-                              f"({_holders_said(pg)}; it holds {_held_content(pg)})")
-            elif len(pg.holders) > 1:
-                self._violate("no_write_to_shared", ev, node, p, pg,
-                              f"request {req} writes page {p} on node {node}, which "
-                              f"{_who({r: c for r, c in pg.holders.items() if r != req})} also hold "
-                              f"(it holds {_held_content(pg)})")
+            self._check_writable(ev, req, node, p, pg, "writes")
             pg.content, pg.valid, pg.writer = key, True, f"request {req} at seq {self.seq}"
 
     def cache(self, req: str, pages: Sequence[int], content: Sequence[str], node: str = "gpu", at: str | None = None,
@@ -239,25 +231,9 @@ class Monitor:
         ev = self._begin("transfer", req, node, pages, content, at, note, src_node, src_pages)
         src, dst = self._pages[src_node], self._pages[node]
         for sp, p, key in zip(src_pages, pages, content, strict=True):
-            spg = src[sp]
-            if req not in spg.holders:
-                self._violate("no_unowned_access", ev, src_node, sp, spg,
-                              f"request {req} transfers from page {sp} on node {src_node} without holding it "
-                              f"({_holders_said(spg)}; it holds {_held_content(spg)})")
-            elif not spg.valid or spg.content != key:
-                self._violate("no_foreign_read", ev, src_node, sp, spg,
-                              f"request {req} transfers page {sp} on node {src_node} expecting {key!r}, but it holds "
-                              f"{_held_content(spg)}")
+            self._check_readable(ev, req, src_node, sp, src[sp], key, "transfers from")
             pg = dst[p]
-            if req not in pg.holders:
-                self._violate("no_unowned_access", ev, node, p, pg,
-                              f"request {req} transfers into page {p} on node {node} without holding it "
-                              f"({_holders_said(pg)}; it holds {_held_content(pg)})")
-            elif len(pg.holders) > 1:
-                self._violate("no_write_to_shared", ev, node, p, pg,
-                              f"request {req} transfers into page {p} on node {node}, which "
-                              f"{_who({r: c for r, c in pg.holders.items() if r != req})} also hold "
-                              f"(it holds {_held_content(pg)})")
+            self._check_writable(ev, req, node, p, pg, "transfers into")
             pg.content, pg.valid = key, True
             pg.writer = f"request {req} at seq {self.seq} (transfer from page {sp} on node {src_node})"
 
@@ -267,15 +243,31 @@ class Monitor:
         ev = self._begin("read", req, node, pages, content, at, note)
         table = self._pages[node]
         for p, key in zip(pages, content, strict=True):
-            pg = table[p]
-            if req not in pg.holders:
-                self._violate("no_unowned_access", ev, node, p, pg,
-                              f"request {req} reads page {p} on node {node} without holding it ({_holders_said(pg)}; "
-                              f"it holds {_held_content(pg)})")
-            elif not pg.valid or pg.content != key:
-                self._violate("no_foreign_read", ev, node, p, pg,
-                              f"request {req} reads page {p} on node {node} expecting {key!r}, but it holds "
-                              f"{_held_content(pg)}")
+            self._check_readable(ev, req, node, p, table[p], key, "reads")
+
+    def _check_writable(self, ev: Mapping[str, Any], req: str, node: str, p: int, pg: _Page, verb: str) -> None:
+        """A write (or a transfer's destination): ``req`` must hold the page, and alone."""
+        if req not in pg.holders:
+            self._violate("no_unowned_access", ev, node, p, pg,
+                          f"request {req} {verb} page {p} on node {node} without holding it "
+                          f"({_holders_said(pg)}; it holds {_held_content(pg)})")
+        elif len(pg.holders) > 1:
+            self._violate("no_write_to_shared", ev, node, p, pg,
+                          f"request {req} {verb} page {p} on node {node}, which "
+                          f"{_who({r: c for r, c in pg.holders.items() if r != req})} also hold "
+                          f"(it holds {_held_content(pg)})")
+
+    def _check_readable(self, ev: Mapping[str, Any], req: str, node: str, p: int, pg: _Page, key: str,
+                        verb: str) -> None:
+        """A read (or a transfer's source): ``req`` must hold the page, and it must hold the expected content."""
+        if req not in pg.holders:
+            self._violate("no_unowned_access", ev, node, p, pg,
+                          f"request {req} {verb} page {p} on node {node} without holding it "
+                          f"({_holders_said(pg)}; it holds {_held_content(pg)})")
+        elif not pg.valid or pg.content != key:
+            self._violate("no_foreign_read", ev, node, p, pg,
+                          f"request {req} {verb} page {p} on node {node} expecting {key!r}, but it holds "
+                          f"{_held_content(pg)}")
 
     def free(self, req: str, pages: Sequence[int], node: str = "gpu", at: str | None = None,
              note: str | None = None) -> None:
