@@ -335,9 +335,12 @@ FIX_PAIRS = [
     ("tgi_prefix_published_before_write_buggy", "tgi_prefix_published_before_write_fixed", {"next_batch_below_min_size"}),
     ("vllm_async_sched_inflight_step_buggy", "vllm_async_sched_inflight_step_fixed", {"finish_or_preempt", "update_from_output"}),
     ("vllm_fork_double_free_buggy", "vllm_fork_double_free_fixed", {"fork", "free"}),
-    pytest.param("sglang_disagg_v0_5_19", "sglang_disagg_v0_5_21",
-                 {"decode_pop_preallocated", "prefill_pop_bootstrapped", "decode_pop_transferred"},
-                 marks=pytest.mark.slow),  # the fast set checks it on the module's diagnosis (below)
+    # 0.5.20's fix replaces prefill_send (it retires the placeholder instead of sending it).  The
+    # ranking puts decode admission first (prefill_send is fourth): a miss of the heuristic, kept
+    # strict so that a ranking which gets it right says so.
+    pytest.param("sglang_disagg_v0_5_19", "sglang_disagg_v0_5_20", {"prefill_send"},
+                 marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason="ranking heuristic miss: decode "
+                                                            "admission ranked before prefill_send, the released fix")]),
     # The fix replaces the helper lock_handle, which prefill and finish call.
     ("radix_lock_skips_leaf_buggy", "radix_lock_skips_leaf_fixed", {"prefill", "finish"}),
     ("../docs/examples/paged_alloc", "../docs/examples/paged_alloc_fixed", {"client_abort"}),
@@ -366,7 +369,8 @@ def test_the_action_the_fix_changes_is_ranked_first(buggy: str, fixed: str, chan
 
 
 def test_v21_ranks_admission_first(v20) -> None:
-    # The upstream fix changed admission, the prefill pop and the commit; admission is the first missing check.
+    # Decode admission and the commit are the first two missing checks the diagnosis proposes (the
+    # releases fixed prefill's send in 0.5.20 and both nodes' admission doors in 0.5.21).
     assert [a.action for a in v20.fix_points][:2] == ["decode_pop_preallocated", "decode_pop_transferred"]
     # Path order is kept where the explanation lists it.
     assert [a.depth for a in v20.necessary] == sorted(a.depth for a in v20.necessary)
