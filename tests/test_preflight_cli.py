@@ -114,6 +114,7 @@ def test_server_info_of_0_5_23_is_safe_exit_0(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("SAFE  sglang 0.5.23 prefill/decode disaggregation")
     assert "version 0.5.23 from" in res.stdout and "spec specs/sglang_disagg_v0_5_21.py" in res.stdout
+    assert "; all 10 actions fired" in res.stdout  # a SAFE says which actions the analysis saw fire
 
 
 def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -131,7 +132,8 @@ def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch:
         region = None if closed else ("unsafe exactly when prompt_tokens >= prefill_max_req_input_len and "
                                       "prompt_tokens < decode_max_req_input_len (...)")
         return verdict.Analysis("PROVED" if closed else "VIOLATED", 7, 9, 0.1, region, "ownership check x", derived,
-                                None if closed else "no_foreign_read")
+                                None if closed else "no_foreign_read", fired=("arrive", "decode_forward"),
+                                unfired=() if closed else ("decode_transfer_timeout",))
 
     monkeypatch.setattr(verdict, "analyse", fake)
     out = tmp_path / "r.json"
@@ -142,5 +144,7 @@ def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch:
     assert "release: SGLang 0.5.5 to 0.5.19 (affected" in res.stdout
     # the remedy was checked at the lowered context: both limits equal there
     assert calls[1]["prefill_pool_tokens"] == calls[1]["decode_pool_tokens"] == 681_275
+    assert "; 2 of 3 actions fired (never: decode_transfer_timeout)" in res.stdout
     doc = json.loads(out.read_text())
     assert doc["leaking_prompt_tokens"] == {"min": 681_274, "max": 1_048_569} and doc["exit_code"] == 1
+    assert doc["covered"]["actions_never_fired"] == ["decode_transfer_timeout"]

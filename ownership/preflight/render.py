@@ -35,7 +35,15 @@ def _covered(a: Analysis, r: Preflight) -> str:
              else f"page size {m.page_size:,}")
     return (f"{a.states:,} distinct states, {a.transitions:,} transitions (explore, prompt_tokens symbolic: every "
             f"prompt length up to the context at once; {scale}: prefill {pages[0]} pages, decode {pages[1]} pages), "
-            f"{a.seconds:.1f}s")
+            f"{a.seconds:.1f}s; {_actions(a)}")
+
+
+def _actions(a: Analysis) -> str:
+    """Which actions fired: all of them, or the ones that did not, by name."""
+    total = len(a.fired) + len(a.unfired)
+    if not a.unfired:
+        return f"all {total} actions fired"
+    return f"{len(a.fired)} of {total} actions fired (never: {', '.join(a.unfired)})"
 
 
 def text(r: Preflight) -> list[str]:
@@ -122,6 +130,7 @@ def document(r: Preflight) -> dict[str, Any]:
         "spec_params": None if r.mapped is None else dict(r.mapped.params),
         "covered": None if a is None else {"engine": "explore", "free": ["prompt_tokens"], "verdict": a.verdict,
                                            "states": a.states, "transitions": a.transitions,
-                                           "seconds": round(a.seconds, 3), "violated": a.violated},
+                                           "seconds": round(a.seconds, 3), "violated": a.violated,
+                                           "actions_fired": list(a.fired), "actions_never_fired": list(a.unfired)},
         "reproduce": [x for x in (None if a is None else a.reproduce, reproduce_preflight(r)) if x],
     }

@@ -56,6 +56,10 @@ class Analysis:
     reproduce: str
     derived: dict[str, int] = field(default_factory=dict)
     violated: str | None = None
+    fired: tuple[str, ...] = ()
+    """The spec's actions that took a step in the analysis."""
+    unfired: tuple[str, ...] = ()
+    """The spec's actions that never did: a SAFE with some is said to be so, not passed silently."""
 
 
 @dataclass(frozen=True)
@@ -217,7 +221,9 @@ def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analy
     verdict = "VIOLATED" if result.verdict is Verdict.VIOLATED else (
         "PROVED" if result.verdict is Verdict.PROVED else "UNKNOWN")
     return Analysis(verdict, result.stats.states, result.stats.transitions, time.perf_counter() - start,
-                    region, reproduce_check(spec_path, mapped), derived_values(spec, mapped.params), result.violated)
+                    region, reproduce_check(spec_path, mapped), derived_values(spec, mapped.params), result.violated,
+                    fired=tuple(a.name for a in result.actions if a.fired),
+                    unfired=tuple(a.name for a in result.actions if not a.fired))
 
 
 def reproduce_check(spec_path: Path, mapped: Mapped) -> str:
