@@ -15,7 +15,7 @@ DATA = ROOT / "tests" / "data" / "preflight"
 EXAMPLES = ROOT / "examples" / "preflight"
 PREFILL, DECODE = str(EXAMPLES / "incident-prefill.log"), str(EXAMPLES / "incident-decode.log")
 KEYS = {"format", "version", "verdict", "exit_code", "engine", "engine_version", "engine_version_from", "nodes",
-        "reasons", "spec", "release", "limits", "leaking_prompt_tokens", "formula", "remedy", "spec_params",
+        "reasons", "spec", "release", "limits", "leaking_prompt_tokens", "formula", "mechanism", "remedy", "spec_params",
         "covered", "reproduce"}
 
 
@@ -83,13 +83,16 @@ def test_incident_unsafe_exit_1_text_and_json(tmp_path: Path) -> None:
     lines = res.stdout.splitlines()
     assert lines[0] == "UNSAFE  sglang 0.5.19 prefill/decode disaggregation"
     assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read): prefill rejects them" in res.stdout
-    assert "  remedy: upgrade both nodes to SGLang >= 0.5.20" in lines
+    assert any(ln.startswith("  remedy: upgrade both nodes to SGLang >= 0.5.20 (checked: SAFE") for ln in lines)
     assert any(ln.startswith("  remedy: or restart both nodes with --context-length 681280 (checked: SAFE") for ln in lines)
     assert any(ln.startswith("  reproduce: ownership check ") for ln in lines)
     doc = json.loads(out.read_text())
     assert set(doc) == KEYS
     assert (doc["verdict"], doc["exit_code"], doc["leaking_prompt_tokens"]) == ("UNSAFE", 1, {"min": 681_274, "max": 1_048_569})
-    assert doc["remedy"] == {"upgrade_to": "0.5.20", "context_length": 681_280, "context_length_checked": "PROVED"}
+    assert doc["remedy"] == {
+        "upgrade": {"action": "upgrade both nodes to SGLang >= 0.5.20", "value": "0.5.20", "checked": "PROVED"},
+        "context_length": {"action": "restart both nodes with --context-length 681280", "value": 681_280,
+                           "checked": "PROVED"}}
     assert doc["covered"]["verdict"] == "VIOLATED" and doc["covered"]["states"] > 0
     assert doc["limits"] == {"prefill": 681_274, "decode": 1_048_570}
 
@@ -128,7 +131,8 @@ def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch:
         p = mapped.params
         derived = {"prefill_max_req_input_len": min(p["context_len"] - 1, p["prefill_pool_tokens"] - 1),
                    "decode_max_req_input_len": min(p["context_len"] - 1, p["decode_pool_tokens"] - 1)}
-        closed = derived["prefill_max_req_input_len"] == derived["decode_max_req_input_len"]
+        closed = (derived["prefill_max_req_input_len"] == derived["decode_max_req_input_len"]
+                  or spec_path.name == "sglang_disagg_v0_5_20.py")  # the upgrade's spec: fixed
         region = None if closed else ("unsafe exactly when prompt_tokens >= prefill_max_req_input_len and "
                                       "prompt_tokens < decode_max_req_input_len (...)")
         return verdict.Analysis("PROVED" if closed else "VIOLATED", 7, 9, 0.1, region, "ownership check x", derived,
@@ -140,10 +144,12 @@ def test_unsafe_report_and_exit_status_without_running_the_explorer(monkeypatch:
     res = invoke("--prefill", PREFILL, "--decode", DECODE, "--version", "0.5.11", "--json", str(out))
     assert res.exit_code == 1, res.output
     assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read)" in res.stdout
-    assert "(checked: SAFE at that length, 0.1s)" in res.stdout
-    assert "release: SGLang 0.5.5 to 0.5.19 (affected" in res.stdout
-    # the remedy was checked at the lowered context: both limits equal there
-    assert calls[1]["prefill_pool_tokens"] == calls[1]["decode_pool_tokens"] == 681_275
+    assert "  remedy: upgrade both nodes to SGLang >= 0.5.20 (checked: SAFE, 0.1s)" in res.stdout
+    assert "  remedy: or restart both nodes with --context-length 681280 (checked: SAFE, 0.1s)" in res.stdout
+    assert calls[1]["prefill_pool_tokens"] != calls[1]["decode_pool_tokens"]  # the upgrade: same numbers
+    assert "release: SGLang 0.5.4.post2 to 0.5.19 (affected" in res.stdout
+    # the upgrade was checked on 0.5.20's spec, the lowered context where both limits are equal
+    assert calls[2]["prefill_pool_tokens"] == calls[2]["decode_pool_tokens"] == 681_275
     assert "; 2 of 3 actions fired (never: decode_transfer_timeout)" in res.stdout
     doc = json.loads(out.read_text())
     assert doc["leaking_prompt_tokens"] == {"min": 681_274, "max": 1_048_569} and doc["exit_code"] == 1

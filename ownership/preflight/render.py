@@ -66,15 +66,10 @@ def text(r: Preflight) -> list[str]:
     if r.status is Status.UNSAFE:
         a = r.analysis
         violated = a.violated if a is not None else None
-        if r.leaking is not None and r.limits is not None:
+        if r.leaking is not None:
             lo, hi = r.leaking
-            if lo == r.limits[0].tokens:
-                how = ("prefill rejects them and sends one placeholder page, decode admits them and reads its other "
-                       "reserved pages, which hold earlier requests' KV; the client gets HTTP 200")
-            else:
-                how = ("decode rejects them and reserves one page, prefill admits them and sends every page: the "
-                       "transfer writes decode pages the request does not own")
-            out.append(f"  unsafe: prompts of {lo:,} to {hi:,} tokens ({violated}): {how}")
+            span = f"of {lo:,} to {hi:,} tokens" if hi is not None else f"of {lo:,} tokens or more"
+            out.append(f"  unsafe: prompts {span} ({violated}): {r.mechanism}")
         elif a is not None:
             out.append(f"  unsafe ({violated}) for some prompt lengths: {a.region or 'see the reproduce command'}")
         if r.formula and r.leaking is not None:
@@ -83,13 +78,12 @@ def text(r: Preflight) -> list[str]:
         state = "affected" if r.release.vulnerable else "fixed"
         out.append(f"  release: {releases.describe(r.release)} ({state}: {r.release.evidence}); spec specs/{r.spec}")
     if r.status is Status.UNSAFE:
-        out.append(f"  remedy: upgrade both nodes to SGLang >= {releases.SGLANG_FIXED_IN}")
-        if r.context_length is not None:
-            checked = ""
-            if r.remedy_checked is not None:
-                word = {"PROVED": "SAFE", "VIOLATED": "still UNSAFE"}.get(r.remedy_checked.verdict, "UNKNOWN")
-                checked = f" (checked: {word} at that length, {r.remedy_checked.seconds:.1f}s)"
-            out.append(f"  remedy: or restart both nodes with --context-length {r.context_length}{checked}")
+        for i, remedy in enumerate(r.remedies):
+            checked = "" if remedy.checked is None else f" (checked: SAFE, {remedy.checked.seconds:.1f}s)"
+            out.append(f"  remedy: {'or ' if i else ''}{remedy.action}{checked}")
+        if not r.remedies:
+            out.append("  remedy: none of upgrading, a shorter --context-length, turning off --allow-auto-truncate or "
+                       "the KV checksum makes the analysis safe; keep this deployment from serving")
     elif r.status is Status.SAFE and r.release is not None and r.release.vulnerable:
         out.append("  note: this release has the leak, but at these numbers no prompt is rejected by prefill and "
                    "admitted by decode; keep --context-length at most the smaller pool after every change")
@@ -106,8 +100,8 @@ def document(r: Preflight) -> dict[str, Any]:
     a = r.analysis
     remedy: dict[str, Any] | None = None
     if r.status is Status.UNSAFE:
-        remedy = {"upgrade_to": releases.SGLANG_FIXED_IN, "context_length": r.context_length,
-                  "context_length_checked": None if r.remedy_checked is None else r.remedy_checked.verdict}
+        remedy = {m.kind: {"action": m.action, "value": m.value,
+                           "checked": None if m.checked is None else m.checked.verdict} for m in r.remedies}
     return {
         "format": "ownership-preflight",
         "version": SCHEMA_VERSION,
@@ -125,6 +119,7 @@ def document(r: Preflight) -> dict[str, Any]:
                                                    "vulnerable": r.release.vulnerable, "evidence": r.release.evidence},
         "limits": None if r.limits is None else {"prefill": r.limits[0].tokens, "decode": r.limits[1].tokens},
         "leaking_prompt_tokens": None if r.leaking is None else {"min": r.leaking[0], "max": r.leaking[1]},
+        "mechanism": r.mechanism,
         "formula": r.formula,
         "remedy": remedy,
         "spec_params": None if r.mapped is None else dict(r.mapped.params),
