@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import subprocess
+import sys
 import tomllib
 from collections.abc import Callable
 from fnmatch import fnmatch
@@ -274,3 +276,16 @@ def test_the_event_log_schema_rejects_what_the_reader_rejects(tmp_path: Path, he
     assert caught.value.code.label == code and caught.value.line == len(lines)
     definition = "header" if event is None else "event"
     assert (formats.problem("event-log", lines[-1], definition) is not None) is schema_rejects
+
+
+def test_jsonschema_loads_only_when_a_file_is_read() -> None:
+    # The command line and every spec import these modules; the schema library costs 0.2 s to import.
+    code = ("import sys, ownership.cli, ownership.core.trace, ownership.core.schema, ownership.validate.eventlog; "
+            "print('jsonschema' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "False"
+    code = f"import sys; from ownership.core.trace import Trace; Trace.load({str(LEAK)!r}); print('jsonschema' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "True"
