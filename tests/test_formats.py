@@ -20,7 +20,7 @@ from conftest import ROOT
 from ownership.core import formats
 from ownership.core.itf import trace_to_itf
 from ownership.core.schema import MARK_ROLES, TraceSchema
-from ownership.core.trace import Trace, TraceKind
+from ownership.core.trace import TRACE_FORMAT, TRACE_VERSION, Trace, TraceKind
 from ownership.errors import Code, OwnershipError
 from ownership.lang.logmap import LOG_KINDS
 from ownership.monitor.log import FIELDS
@@ -130,8 +130,11 @@ def test_the_event_schema_names_the_kinds_and_fields_the_monitor_writes() -> Non
                                          "at", "note"]
 
 
-def test_the_trace_schema_names_the_mark_roles_the_vocabulary_has() -> None:
-    assert formats.schema("trace")["$defs"]["mark"]["properties"]["role"]["enum"] == list(MARK_ROLES)
+def test_the_trace_schema_names_the_mark_roles_the_vocabulary_has_and_the_format_the_writer_writes() -> None:
+    schema = formats.schema("trace")
+    assert schema["$defs"]["mark"]["properties"]["role"]["enum"] == list(MARK_ROLES)
+    assert schema["properties"]["format"]["const"] == TRACE_FORMAT
+    assert schema["properties"]["version"]["const"] == TRACE_VERSION
 
 
 # -- trace.json: the schema is the reader's check ------------------------------------------------------------------
