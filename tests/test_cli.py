@@ -49,10 +49,17 @@ def test_check_safe_exits_0_and_says_what_it_covered() -> None:
 
 
 def test_check_depth_bound_exits_0_and_names_the_bound() -> None:
-    res = invoke("check", V22, "--max-depth", "4")
-    assert res.exit_code == 0
-    assert res.stdout.startswith("BOUNDED_OK")
-    assert "up to 4 steps" in res.output and "NOT checked" in res.output
+    res = invoke("check", V22, "--max-depth", "8")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("BOUNDED_OK  ")
+    assert "up to 8 steps" in res.output and "NOT checked" in res.output
+
+
+def test_a_bound_too_shallow_for_an_action_is_vacuous_exit_3() -> None:
+    res = invoke("check", V22, "--max-depth", "7")
+    assert res.exit_code == 3, res.output
+    assert res.stdout.startswith("BOUNDED_OK (vacuous: 1 action not seen to fire: decode_finish)  "), res.output
+    assert invoke("check", V22, "--max-depth", "7", "--allow-vacuous").exit_code == 0
 
 
 def test_check_state_limit_is_inconclusive_exit_3() -> None:

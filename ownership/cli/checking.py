@@ -14,7 +14,17 @@ from typing import Annotated, Any
 import typer
 
 from ownership import inputs, session
-from ownership.cli.common import JsonOpt, JunitOpt, MaxDomainOpt, ParamOpt, SarifOpt, parse_params, steps, worse
+from ownership.cli.common import (
+    AllowVacuousOpt,
+    JsonOpt,
+    JunitOpt,
+    MaxDomainOpt,
+    ParamOpt,
+    SarifOpt,
+    parse_params,
+    steps,
+    worse,
+)
 from ownership.core.progress import Progress
 from ownership.errors import Code, ExitCode, OwnershipError
 from ownership.session import Outcome, Settings
@@ -57,27 +67,30 @@ def _warn(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def _print_report(outcome: Outcome, record: list[Any] | None, *, derived: bool) -> bool:
+def _print_report(outcome: Outcome, record: list[Any] | None, *, derived: bool, allow_vacuous: bool) -> bool:
     """The result report of one spec; ``False`` (and the run recorded) when it stopped before any engine ran."""
-    from ownership.render.text import result_report
+    from ownership.render.text import result_report, vacuous_status_lines
 
     spec, result = outcome.spec, outcome.result
     if outcome.stopped_in_setup:
         for line in result_report(result):
             typer.echo(line)
-        _record(record, outcome)
+        _record(record, outcome, allow_vacuous)
         return False
     doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
     ghosts = [v.name for v in spec.vars.values() if v.ghost]
     for line in result_report(result, invariant_doc=doc, ghosts=ghosts,
                               derived=spec.derived_values.values() if derived else ()):
         typer.echo(line)
+    if result.vacuous:
+        for line in vacuous_status_lines(result, allow_vacuous):
+            typer.echo(line)
     return True
 
 
-def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
+def _print_check(outcome: Outcome, record: list[Any] | None, allow_vacuous: bool) -> None:
     """What ``ownership check`` prints for one spec: the report, the other engines, the files, the reproduce line."""
-    if not _print_report(outcome, record, derived=True):
+    if not _print_report(outcome, record, derived=True, allow_vacuous=allow_vacuous):
         return
     for other, relation, why in outcome.relations:
         # "agrees" only when both results promise something comparable; a sampled pass never does.
@@ -91,7 +104,7 @@ def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
         typer.echo("  wrote " + ", ".join(str(p) for p in outcome.files))
         typer.echo(f"  replay: ownership replay {outcome.trace_dir / 'trace.json'}")
     typer.echo(f"  reproduce: {outcome.reproduce}")
-    _record(record, outcome)
+    _record(record, outcome, allow_vacuous)
 
 
 def _write_error(outcome: Outcome) -> None:
@@ -99,12 +112,13 @@ def _write_error(outcome: Outcome) -> None:
         sys.stderr.write(outcome.write_error.one_line() + " (trace.json and trace.dot were still written)\n")
 
 
-def _record(record: list[Any] | None, outcome: Outcome) -> None:
+def _record(record: list[Any] | None, outcome: Outcome, allow_vacuous: bool) -> None:
     """Add the CI reports' record of the run (see ``ownership.render.ci``)."""
     if record is not None:
         from ownership.render.ci.records import spec_run
 
-        record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files))
+        record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files,
+                               allow_vacuous=allow_vacuous))
 
 
 def check(
@@ -138,6 +152,7 @@ def check(
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
@@ -156,11 +171,11 @@ def check(
         free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
         seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,
     )
-    raise typer.Exit(int(_check_all(specs, settings, "check", junit, sarif, json_out, _print_check)))
+    raise typer.Exit(int(_check_all(specs, settings, "check", junit, sarif, json_out, _print_check, allow_vacuous)))
 
 
 def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path | None, sarif: Path | None,
-               json_out: Path | None, show: Any) -> ExitCode:
+               json_out: Path | None, show: Any, allow_vacuous: bool) -> ExitCode:
     """Check each spec in turn, print it with ``show``, write the CI reports; the worst exit code."""
     from ownership.render.ci.writing import reporting
 
@@ -171,8 +186,8 @@ def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path 
             if i:
                 typer.echo("")
             outcome = _session_check(spec_path, settings, progress=settings.progress)
-            show(outcome, runs)
-            worst = worse(worst, outcome.exit_code)
+            show(outcome, runs, allow_vacuous)
+            worst = worse(worst, outcome.result.exit_code_allowing(allow_vacuous))
             if outcome.result.stop_reason.name == "INTERRUPTED":
                 break  # Ctrl-C or SIGTERM: stop here, with what was covered so far
     return worst
@@ -198,6 +213,7 @@ def report(
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
     solver_timeout: Annotated[float | None, typer.Option(help="bmc: seconds per solver call.")] = None,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Write a self-contained HTML design-review report: verdicts, pictures, steps, spec source, diagnosis."""
     from ownership.render.html import render_report
@@ -218,7 +234,7 @@ def report(
                          max_seconds=max_seconds if e == "explore" else None, symmetry=symmetry, render=False,
                          solver_timeout=solver_timeout, max_domain=max_domain)
             outcome = _session_check(spec_path, s, outputs=False)
-            worst = worse(worst, outcome.exit_code)
+            worst = worse(worst, outcome.result.exit_code_allowing(allow_vacuous))
             runs.append((outcome.result, s.reproduce_flags()))
         sections.append(build_section(spec_path, runs, params, max_states=max_states, symmetry=symmetry))
         typer.echo(f"{spec_path}: " + ", ".join(
@@ -289,9 +305,11 @@ def test_specs(
             ok = verdict.ok
             took = time.perf_counter() - started
             status = "PASS" if ok else "FAIL"
-            detail = f"{verdict.got} ({result.stats.states:,} states, depth {result.stats.depth}"
-            detail += f", {steps(len(result.trace))}" if result.trace is not None else ""
-            detail += f", {took:.2f}s)"
+            stats = f"{result.stats.states:,} states, depth {result.stats.depth}"
+            stats += f", {steps(len(result.trace))}" if result.trace is not None else ""
+            stats += f", {took:.2f}s"
+            # "got a vacuous safe verdict (action x never fired)" has its parenthesis already.
+            detail = f"{verdict.got}; {stats}" if verdict.got.endswith(")") else f"{verdict.got} ({stats})"
             if verdict.reason:
                 detail += f"; {verdict.reason}"
             typer.echo(f"{status}  {spec.name}: expected {verdict.expected}, got {detail}")
@@ -333,6 +351,7 @@ def prove(
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
+    allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
     inputs.check_count("--max-k", max_k, 0)
@@ -345,16 +364,16 @@ def prove(
         free=tuple(free or ()), where=tuple(where or ()), max_k=max_k, spacer=spacer, spacer_timeout=spacer_timeout,
         reach_states=reach_states, max_domain=max_domain,
     )
-    raise typer.Exit(int(_check_all(specs, settings, "prove", junit, sarif, json_out, _print_prove)))
+    raise typer.Exit(int(_check_all(specs, settings, "prove", junit, sarif, json_out, _print_prove, allow_vacuous)))
 
 
-def _print_prove(outcome: Outcome, record: list[Any] | None) -> None:
+def _print_prove(outcome: Outcome, record: list[Any] | None, allow_vacuous: bool) -> None:
     """What ``ownership prove`` prints for one spec: the report and the files written."""
-    if not _print_report(outcome, record, derived=False):
+    if not _print_report(outcome, record, derived=False, allow_vacuous=allow_vacuous):
         return
     if outcome.trace_dir is not None:
         _write_error(outcome)
         typer.echo("  wrote " + ", ".join(str(p) for p in outcome.files))
-    _record(record, outcome)
+    _record(record, outcome, allow_vacuous)
 
 

@@ -39,6 +39,13 @@ JsonOpt = Annotated[
 ]
 
 
+AllowVacuousOpt = Annotated[
+    bool,
+    typer.Option("--allow-vacuous", help="Exit 0 for a vacuous safe verdict (an action never fired), "
+                                         "not 3; the warning is still printed."),
+]
+
+
 def worse(a: ExitCode, b: ExitCode) -> ExitCode:
     rank = {ExitCode.OK: 0, ExitCode.INCONCLUSIVE: 1, ExitCode.VIOLATION: 2, ExitCode.USAGE: 3, ExitCode.INTERNAL: 4}
     return a if rank[a] >= rank[b] else b
