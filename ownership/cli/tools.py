@@ -245,6 +245,7 @@ def validate(
     unlogged: Annotated[list[str] | None, typer.Option("--unlogged", help="An event kind this log does not record (repeatable): its actions may run between logged events.")] = None,
     param: ParamOpt = None,
     json_out: Annotated[Path | None, typer.Option("--json", parser=inputs.output_file("--json"), help="Also write the result as JSON: verdict, configurations, and for a rejection the line, states and candidates (docs/validate.md).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="For a rejection, also print the spec states before it, every candidate per state and the raw event.")] = False,
 ) -> None:
     """Check a recorded event log against SPEC: VALIDATED (exit 0), or REJECTED at the first line no behaviour explains (exit 1)."""
     from ownership.session.validate import validate as run_validate
@@ -267,7 +268,7 @@ def validate(
     result = run_validate(spec_path, log_path, ValidateOptions(max_gap=max_gap, max_configs=max_configs,
                                                                   unlogged=tuple(unlogged or ())), params,
                           progress)
-    for line in text_report(result):
+    for line in text_report(result, verbose=verbose):
         typer.echo(line)
     if json_out is not None:
         import json
