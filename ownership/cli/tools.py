@@ -204,9 +204,10 @@ def mutate(
     param: ParamOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List killed and equivalent mutants too.")] = False,
 ) -> None:
-    """Mutation-test a spec: does it notice small faults in its own actions, helpers and invariants?
+    """Mutation-test a safe spec: does it notice small faults in its own actions, helpers and invariants?
 
-    Exit 0 when every non-equivalent mutant is killed or accepted by the spec, 1 when one survives.
+    Exit 0 when every non-equivalent mutant is killed or accepted by the spec, 1 when one survives; a spec that
+    demonstrates a bug is refused (OWN097).
     """
     import json
 
