@@ -275,8 +275,10 @@ def test_engine_lists_the_registrys_choices_including_prove() -> None:
     assert res.output.split() == list(ENGINE_NAMES)
 
 
-def test_shell_completion_is_installed_and_shown() -> None:
+def test_shell_completion_is_installed_and_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     root = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"}).output
     assert "--install-completion" in root and "--show-completion" in root
+    # Name the shell: typer otherwise detects it from the parent process, which a test run may not have.
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
     res = CliRunner().invoke(app, ["--show-completion", "bash"], prog_name="ownership")
     assert res.exit_code == 0 and "_OWNERSHIP_COMPLETE=complete_bash" in res.output, res.output
