@@ -371,3 +371,14 @@ def test_a_missing_decorator_is_found_under_future_annotations(tmp_path: Path) -
     path = tmp_path / "fut.py"
     path.write_text("from __future__ import annotations\n" + MISSING.read_text())
     assert [w.subject for w in load_spec(path).warnings] == ["finish"]
+
+
+def test_an_expected_violation_with_a_spec_warning_fails_and_says_why(tmp_path: Path) -> None:
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    source = (SPECS.parent / "docs" / "examples" / "paged_alloc.py").read_text()
+    (folder / "paged_alloc.py").write_text(source + "\n\ndef stray(s, r: Req):  # no @spec.action\n    pool.free(s, r)\n")
+    res = invoke("test", str(folder))
+    assert res.exit_code == 1, res.output
+    assert ("FAIL  paged_alloc: expected violates no_foreign_read, got violates no_foreign_read with a warning "
+            "(function stray is not a registered action)") in res.output, res.output

@@ -58,10 +58,11 @@ def got_text(result: CheckResult) -> str:
     reads ``a vacuous safe verdict (action cleanup never fired)``, so that
     ``expected safe, got ...`` never repeats the word it is failing.
     """
-    why = "; ".join(result.vacuity_phrases())
+    phrases = result.vacuity_phrases()
+    why = "; ".join(phrases)
     if result.violated is not None:
         found = f"violates {result.violated}"
-        return f"{found} with a warning ({why})" if why else found
+        return f"{found} with {'a warning' if len(phrases) == 1 else 'warnings'} ({why})" if why else found
     if result.stop_reason is StopReason.NOTHING_ENABLED:
         return "an inconclusive verdict (no action is enabled in the initial state)"
     if result.verdict is Verdict.UNKNOWN:
