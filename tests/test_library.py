@@ -1,13 +1,15 @@
-"""The spec library's locator: the installed library, or a checkout's specs/."""
+"""The spec library's locator, and the commands that read the library from any directory."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from conftest import SPECS
+from conftest import ROOT, SPECS
 from ownership import library
+from ownership.cli import app
 from ownership.preflight import releases, verdict
 
 
@@ -51,3 +53,25 @@ def test_a_specs_folder_beside_an_installed_package_is_not_the_library(
     root = _package(tmp_path, monkeypatch, installed=False, checkout=False)
     (root / "specs").mkdir()  # site-packages/specs of another distribution: no pyproject.toml beside it
     assert library.library_dir() == root / "ownership" / "specs"  # where it should be, so errors name that
+
+
+def test_list_library_from_an_empty_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["list", "--library"])
+    assert res.exit_code == 0, res.output
+    assert f"sglang_disagg_v0_5_19  ({library.library_dir() / 'sglang_disagg_v0_5_19.py'})" in res.stdout
+    assert res.stdout.count("  expect:  ") == len(list(SPECS.glob("*.py")))
+
+
+def test_library_and_a_folder_together_is_a_usage_error() -> None:
+    for command in ("list", "test"):
+        res = CliRunner().invoke(app, [command, "--library", str(ROOT / "specs")])
+        assert res.exit_code == 2, res.output
+        assert res.output.startswith("error[OWN013]: --library and the folder "), res.output
+        assert len(res.output.strip().splitlines()) == 1
+
+
+def test_list_without_a_folder_still_reads_specs_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["list"])
+    assert res.exit_code == 2 and "error[OWN013]: specs: not a directory" in res.output, res.output

@@ -14,7 +14,19 @@ from typing import Annotated, Any
 import typer
 
 from ownership import inputs, session
-from ownership.cli.common import JsonOpt, JunitOpt, MaxDomainOpt, ParamOpt, SarifOpt, parse_params, steps, worse
+from ownership.cli.common import (
+    DirArg,
+    JsonOpt,
+    JunitOpt,
+    LibraryOpt,
+    MaxDomainOpt,
+    ParamOpt,
+    SarifOpt,
+    parse_params,
+    spec_folder,
+    steps,
+    worse,
+)
 from ownership.core.progress import Progress
 from ownership.errors import Code, ExitCode, OwnershipError
 from ownership.session import Outcome, Settings
@@ -233,7 +245,8 @@ def report(
 
 
 def test_specs(
-    directory: Annotated[Path, typer.Argument(help="Folder of spec files.")] = Path("specs"),
+    directory: DirArg = None,
+    library: LibraryOpt = False,
     param: ParamOpt = None,
     max_seconds: Annotated[float | None, typer.Option(help="Per-spec time limit (a spec that hits it fails).")] = None,
     symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
@@ -253,6 +266,7 @@ def test_specs(
     params = parse_params(param)
     failures = passed = errors = 0
     worst = ExitCode.OK
+    directory = spec_folder(directory, library)
     files = spec_files(directory)
     if not files:
         raise OwnershipError(Code.BAD_OPTION, "no spec files here", str(directory))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ownership import inputs
-from ownership.errors import ExitCode
+from ownership.errors import Code, ExitCode, OwnershipError
 
 
 def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict[str, int]:
@@ -37,6 +37,22 @@ JsonOpt = Annotated[
     Path | None,
     typer.Option("--json", parser=inputs.output_file("--json"), help="Also write machine-readable results: verdict, stop reason, coverage, statistics, files."),
 ]
+LibraryOpt = Annotated[
+    bool,
+    typer.Option("--library", help="Read the spec library installed with ownership instead of a folder (works from any directory)."),
+]
+DirArg = Annotated[Path | None, typer.Argument(help="Folder of spec files (default: specs).")]
+
+
+def spec_folder(directory: Path | None, library: bool) -> Path:
+    """The folder ``list`` and ``test`` read: DIR, the installed library with ``--library``, else ``specs``."""
+    if library:
+        if directory is not None:
+            raise OwnershipError(Code.BAD_OPTION, f"--library and the folder {directory} both say which specs to read; pass one")
+        from ownership.library import library_dir
+
+        return library_dir()
+    return Path("specs") if directory is None else directory
 
 
 def worse(a: ExitCode, b: ExitCode) -> ExitCode:
