@@ -7,15 +7,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import ownership
 from conftest import ROOT, SPECS
 from ownership import library
 from ownership.cli import app
 from ownership.preflight import releases, verdict
 
 
-def test_from_a_checkout_the_library_is_its_specs_folder() -> None:
-    assert library.library_dir() == SPECS.resolve()
-    assert library.library_spec("sglang_disagg_v0_5_19.py") == SPECS.resolve() / "sglang_disagg_v0_5_19.py"
+def test_the_library_is_the_one_of_the_running_package() -> None:
+    # From the checkout its specs/; when the tests import an installed copy, the one inside it.
+    package = Path(ownership.__file__).resolve().parent
+    expected = SPECS.resolve() if package == (ROOT / "ownership").resolve() else package / "specs"
+    assert library.library_dir() == expected
+    assert library.library_spec("sglang_disagg_v0_5_19.py") == expected / "sglang_disagg_v0_5_19.py"
+    assert sorted(p.name for p in expected.glob("*.py")) == sorted(p.name for p in SPECS.glob("*.py"))
 
 
 def test_preflight_reads_the_release_table_from_the_library() -> None:
