@@ -14,9 +14,13 @@ folder is.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
+# As the frames of running code name their files (absolute, links not resolved).
+_CHECKER_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_INSTALLED_LIBRARY_PREFIX = _CHECKER_PREFIX + "specs" + os.sep
 
 
 def _candidates() -> tuple[Path, Path | None]:
@@ -47,3 +51,15 @@ def library_dir() -> Path:
 def library_spec(file_name: str) -> Path:
     """The path of one library spec, by its file name (``"sglang_disagg_v0_5_19.py"``)."""
     return library_dir() / file_name
+
+
+def is_checker_code(filename: str) -> bool:
+    """Whether ``filename`` is the checker's own code rather than spec code.
+
+    Error locations and guard explanations name the innermost frame that is
+    not the checker's: the spec line.  Installed, the library's specs live
+    inside the package (``ownership/specs/``), yet they are spec code like
+    any other, so the test is not a plain prefix of the package folder.
+    """
+    path = os.path.abspath(filename)
+    return path.startswith(_CHECKER_PREFIX) and not path.startswith(_INSTALLED_LIBRARY_PREFIX)

@@ -9,6 +9,7 @@ folder that holds nothing, as a user of the distribution would.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,10 +33,17 @@ def _run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProces
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def _ok(argv: list[str]) -> str:
-    res = _run(argv)
+def _ok(argv: list[str], cwd: Path | None = None) -> str:
+    res = _run(argv, cwd)
     assert res.returncode == 0, f"{argv}: {res.stdout}{res.stderr}"
     return res.stdout
+
+
+def _library(venv: Path, cwd: Path) -> str:
+    """The installed library's folder, asked from ``cwd`` (``python -c`` imports from its working directory first)."""
+    folder = _ok([str(venv / "bin" / "python"), "-c", "import ownership.library as l; print(l.library_dir())"], cwd).strip()
+    assert Path(folder).is_relative_to(venv), folder  # the installed copy, not a checkout's specs/
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +101,20 @@ def test_ownership_test_of_the_installed_library(venv: Path, tmp_path: Path) -> 
 
 
 def test_the_readme_check_of_the_installed_spec(venv: Path, tmp_path: Path) -> None:
-    folder = _ok([str(venv / "bin" / "python"), "-c", "import ownership.library as l; print(l.library_dir())"]).strip()
+    folder = _library(venv, tmp_path)
     res = _run([str(venv / "bin" / "ownership"), "check", f"{folder}/sglang_disagg_v0_5_19.py"], cwd=tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
     assert res.stdout.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19"), res.stdout
     assert "Counterexample: 15 steps" in res.stdout
     assert (tmp_path / "counterexamples" / "sglang_disagg_v0_5_19" / "trace.svg").stat().st_size > 0
+
+
+def test_validate_names_the_guard_line_of_an_installed_spec(venv: Path, tmp_path: Path) -> None:
+    # Installed, the library is inside the package; a rejected line must still be explained at the
+    # spec's own guard, not as "no choice of the action is possible here".
+    folder = _library(venv, tmp_path)
+    res = _run([str(venv / "bin" / "ownership"), "validate", f"{folder}/vllm_block_pool.py",
+                str(ROOT / "examples" / "logs" / "vllm-seeded.jsonl")], cwd=tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.stdout.startswith("REJECTED  vllm_block_pool"), res.stdout
+    assert re.search(rf"guard false: .*\({re.escape(folder)}/vllm_block_pool\.py:\d+\)", res.stdout), res.stdout

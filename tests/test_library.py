@@ -80,3 +80,15 @@ def test_list_without_a_folder_still_reads_specs_here(tmp_path: Path, monkeypatc
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(app, ["list"])
     assert res.exit_code == 2 and "error[OWN013]: specs: not a directory" in res.output, res.output
+
+
+def test_installed_library_specs_are_spec_code_not_the_checkers() -> None:
+    # Error locations and guard explanations skip the checker's own frames; installed, the
+    # library sits inside the package folder and its frames must still count as the spec's.
+    package = Path(ownership.__file__).parent
+    assert library.is_checker_code(str(package / "lang" / "successors.py"))
+    assert library.is_checker_code(str(package / "vocab" / "pool.py"))
+    assert not library.is_checker_code(str(package / "specs" / "vllm_block_pool.py"))
+    assert library.is_checker_code(str(package / "specsheet.py"))  # a module merely named alike is ours
+    assert not library.is_checker_code(str(SPECS / "vllm_block_pool.py"))
+    assert not library.is_checker_code("spec.py")  # relative: a spec in the working directory
