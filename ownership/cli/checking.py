@@ -23,14 +23,17 @@ from ownership.cli.common import (
     RANDOM,
     SEARCH,
     AllowVacuousOpt,
+    DirArg,
     EngineName,
     JsonOpt,
     JunitOpt,
+    LibraryOpt,
     MaxDomainOpt,
     ParamOpt,
     SarifOpt,
     engine_help,
     parse_params,
+    spec_folder,
     steps,
     worse,
 )
@@ -297,7 +300,8 @@ def report(
 
 
 def test_specs(
-    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of spec files.")] = Path("specs"),
+    directory: DirArg = None,
+    library: LibraryOpt = False,
     param: ParamOpt = None,
     symmetry: Annotated[bool, typer.Option(
         "--symmetry/--no-symmetry", rich_help_panel=INSTANCE,
@@ -322,6 +326,7 @@ def test_specs(
     params = parse_params(param)
     failures = passed = errors = 0
     worst = ExitCode.OK
+    directory = spec_folder(directory, library)
     files = spec_files(directory)
     if not files:
         raise OwnershipError(Code.BAD_OPTION, "no spec files here", str(directory))

@@ -11,7 +11,7 @@ import typer
 from ownership import inputs
 from ownership.core.result import CoverageKind
 from ownership.engines.registry import ALL, ENGINE_NAMES, ENGINES
-from ownership.errors import ExitCode
+from ownership.errors import Code, ExitCode, OwnershipError
 
 
 def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict[str, int]:
@@ -76,6 +76,22 @@ AllowVacuousOpt = Annotated[
     typer.Option("--allow-vacuous", metavar="", rich_help_panel=REPORTS,
                  help="Exit 0, not 3, for a vacuous safe verdict (an action never fired)."),
 ]
+LibraryOpt = Annotated[
+    bool,
+    typer.Option("--library", help="Read the spec library installed with ownership, not a folder."),
+]
+DirArg = Annotated[Path | None, typer.Argument(metavar="DIR", help="Folder of spec files (default: specs).")]
+
+
+def spec_folder(directory: Path | None, library: bool) -> Path:
+    """The folder ``list`` and ``test`` read: DIR, the installed library with ``--library``, else ``specs``."""
+    if library:
+        if directory is not None:
+            raise OwnershipError(Code.BAD_OPTION, f"--library and the folder {directory} both say which specs to read; pass one")
+        from ownership.library import library_dir
+
+        return library_dir()
+    return Path("specs") if directory is None else directory
 
 
 def worse(a: ExitCode, b: ExitCode) -> ExitCode:

@@ -10,17 +10,18 @@ from typing import Annotated, Any
 import typer
 
 from ownership import inputs, session
-from ownership.cli.common import INSTANCE, MaxDomainOpt, ParamOpt, parse_params
+from ownership.cli.common import INSTANCE, DirArg, LibraryOpt, MaxDomainOpt, ParamOpt, parse_params, spec_folder
 from ownership.errors import Code, ExitCode, OwnershipError
 
 
 def list_specs(
-    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of spec files.")] = Path("specs"),
+    directory: DirArg = None,
+    library: LibraryOpt = False,
 ) -> None:
     """List specs with their summary, source, parameters, invariants and expected verdict."""
     from ownership.lang.loader import load_spec, spec_files
 
-    for path in spec_files(directory):
+    for path in spec_files(spec_folder(directory, library)):
         spec = load_spec(path)
         typer.echo(f"{spec.name}  ({path})")
         if spec.summary:

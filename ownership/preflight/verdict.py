@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ownership.errors import Code, ExitCode, OwnershipError
+from ownership.library import library_dir
 from ownership.preflight import admission, releases
 from ownership.preflight.mapping import Limit, Mapped, context_to_close, spec_params
 from ownership.preflight.readers import NodeConfig
 
-SPECS = Path(__file__).resolve().parents[2] / "specs"
+SPECS = library_dir()
+"""The library the release table's specs are read from (installed with the package, or a checkout's ``specs/``)."""
 _ATOM = re.compile(r"prompt_tokens (>=|<) (\w+)")
 
 
