@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ownership.core.progress import PhasedProgress, ProgressFn
 from ownership.errors import Code, ExitCode, OwnershipError
 from ownership.preflight import releases
 from ownership.preflight.mapping import Limit, Mapped, context_to_close, spec_params
@@ -114,8 +115,9 @@ def deployment(prefill: NodeConfig, decode: NodeConfig | None, version: str | No
                          "GET /server_info does): pass --version, e.g. --version 0.5.20", prefill.file)
 
 
-def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True) -> Preflight:
-    """The verdict for ``dep``."""
+def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True,
+             progress: PhasedProgress | None = None) -> Preflight:
+    """The verdict for ``dep``; ``progress`` is told each phase and gets the explorer's reports."""
     p, d = dep.prefill, dep.decode
     if p.engine == "vllm":
         return Preflight(Status.NOT_COVERED, dep, reasons=(_vllm_reason(p, d),))
@@ -141,10 +143,14 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
     if reasons:
         return Preflight(Status.NOT_COVERED, dep, reasons=tuple(reasons))
     assert row is not None
+    if progress is not None:
+        progress.phase(f"mapping onto specs/{row.spec}")
     limits = (Limit.of(p), Limit.of(d))
     mapped = spec_params(limits[0].tokens, limits[1].tokens, p.page_size or 1)
     spec_path = SPECS / row.spec
-    analysis = analyse(spec_path, mapped, max_seconds)
+    if progress is not None:
+        progress.phase("free-parameter analysis")
+    analysis = analyse(spec_path, mapped, max_seconds, progress)
     base = Preflight(Status.SAFE, dep, spec=row.spec, release=row, limits=limits, mapped=mapped, analysis=analysis)
     if analysis.verdict == "UNKNOWN":
         return _replace(base, status=Status.UNKNOWN, reasons=("the analysis stopped before it was complete",))
@@ -155,7 +161,9 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
     checked = None
     if n is not None and check_remedy:
         lowered = spec_params(Limit.of(p, n).tokens, Limit.of(d, n).tokens, p.page_size or 1)
-        checked = analyse(spec_path, lowered, max_seconds)
+        if progress is not None:
+            progress.phase(f"remedy re-check at --context-length {n}")
+        checked = analyse(spec_path, lowered, max_seconds, progress)
     return _replace(base, status=Status.UNSAFE, leaking=leaking, formula=formula, context_length=n,
                     remedy_checked=checked)
 
@@ -198,8 +206,9 @@ def derived_values(spec: object, params: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analysis:
-    """``check SPEC --free prompt_tokens`` at the mapped parameters."""
+def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None,
+            progress: ProgressFn | None = None) -> Analysis:
+    """``check SPEC --free prompt_tokens`` at the mapped parameters; the explorer reports to ``progress``."""
     from ownership.core.limits import limited
     from ownership.core.result import Verdict
     from ownership.engines.paramexplore import ParamOptions, explore_params
@@ -214,7 +223,7 @@ def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analy
     inst = Instance(spec, {**mapped.params, "prompt_tokens": 1})
     try:
         with limited(max_seconds):
-            result = explore_params(inst, options)
+            result = explore_params(inst, options, progress)
     except KeyboardInterrupt:
         return Analysis("UNKNOWN", 0, 0, time.perf_counter() - start, None, reproduce_check(spec_path, mapped))
     region = next((n for n in result.notes if n.startswith("unsafe ")), None)
