@@ -34,7 +34,7 @@ def _covered(a: Analysis, r: Preflight) -> str:
     scale = (f"page size {m.real_page_size:,} scaled to {m.page_size:,}" if m.page_size != m.real_page_size
              else f"page size {m.page_size:,}")
     return (f"{a.states:,} distinct states, {a.transitions:,} transitions (explore, prompt_tokens symbolic: every "
-            f"prompt length up to the context at once; {scale}: prefill {pages[0]} pages, decode {pages[1]} pages), "
+            f"prompt length up to the context at once; {scale}: prefill {pages[0]:,} pages, decode {pages[1]:,} pages), "
             f"{a.seconds:.1f}s; {_actions(a)}")
 
 
@@ -46,15 +46,64 @@ def _actions(a: Analysis) -> str:
     return f"{len(a.fired)} of {total} actions fired (never: {', '.join(a.unfired)})"
 
 
-def text(r: Preflight) -> list[str]:
-    """The report as lines: the verdict first, then why, the remedy, what was covered and how to reproduce it."""
+def _upgrade(r: Preflight) -> str | None:
+    """The upgrade remedy, offered only when the deployment's release is one the table marks as leaking."""
+    if r.release is None or not r.release.vulnerable:
+        return None  # an upgrade to the fixed release cannot help a release that already has the fix
+    return f"upgrade both nodes to SGLang >= {releases.SGLANG_FIXED_IN}"
+
+
+def _context_remedy(r: Preflight) -> str | None:
+    """The lowered ``--context-length``, unless its re-check found the deployment still unsafe."""
+    if r.context_length is None or (r.remedy_checked is not None and r.remedy_checked.verdict == "VIOLATED"):
+        return None
+    return f"restart both nodes with --context-length {r.context_length}"
+
+
+def _needed(r: Preflight) -> str:
+    """What a NOT COVERED deployment would need for a verdict, in one clause."""
     d = r.deployment
-    engine = d.prefill.engine
-    head = f"{r.status.name.replace('_', ' ')}  {engine} {d.version or '(version unknown)'}"
-    head += " prefill/decode disaggregation" if d.decode is not None and d.prefill.role != "null" else ""
-    out = [head]
+    if d.prefill.engine == "vllm":
+        held = "passed" if _vllm_pools_fit(r) else "failed"
+        return f"a spec of vLLM's admission of over-long prompts (the library has none); its KV cache check {held}"
+    if d.decode is None or d.prefill.role == "null":
+        return "a spec of one SGLang node, which the library lacks; its specs model a prefill/decode pair (--prefill, --decode)"
+    version = releases.parse_version(d.version or "")
+    if version is not None and releases.release_for("sglang", version) is None:
+        return f"a row of the release table for SGLang {d.version} (its code re-read and a spec that models it)"
+    return "a spec of each path named below, or a deployment that does not take them"
+
+
+def _vllm_pools_fit(r: Preflight) -> bool:
+    """Each node's KV cache holds one request of its max_model_len: the condition vLLM checks before it starts."""
+    return all(n.pool_tokens >= n.context_len for _, n in _nodes(r))
+
+
+def headline(r: Preflight) -> str:
+    """The report's first line: the verdict and what to do about it."""
+    if r.status is Status.SAFE:
+        line = "SAFE: deploy: at these numbers no prompt length up to the context leaks KV between requests"
+        if r.release is not None and r.release.vulnerable:
+            line += "; this release has the leak, so keep --context-length at most the smaller pool after any change"
+        return line
+    if r.status is Status.UNSAFE:
+        remedies = [x for x in (_upgrade(r), _context_remedy(r)) if x is not None]
+        what = ", or ".join(remedies) if remedies else "no remedy found; see the leaking prompt range below"
+        return f"UNSAFE: do not deploy: {what}"
+    if r.status is Status.NOT_COVERED:
+        return f"NOT COVERED: no verdict: needs {_needed(r)}"
+    took = f" after {r.analysis.seconds:,.0f}s" if r.analysis is not None else ""
+    return f"UNKNOWN: no verdict: the analysis stopped{took}; run again with a larger --max-seconds"
+
+
+def text(r: Preflight) -> list[str]:
+    """The report as lines: what to do first, then the deployment, why, the remedy, what was covered, how to reproduce."""
+    d = r.deployment
+    what = f"  {d.prefill.engine} {d.version or '(version unknown)'}"
+    what += " prefill/decode disaggregation" if d.decode is not None and d.prefill.role != "null" else ""
+    out = [headline(r), what]
     for name, node in _nodes(r):
-        page = f", page_size {node.page_size}" if node.page_size is not None else ""
+        page = f", page_size {node.page_size:,}" if node.page_size is not None else ""
         out.append(f"  {name}: {node.file}: context {node.context_len:,} tokens, KV pool {node.pool_tokens:,} "
                    f"tokens{page}")
     out.append(f"  version {d.version} from {d.version_from}" if d.version else "  version not given")
@@ -83,13 +132,16 @@ def text(r: Preflight) -> list[str]:
         state = "affected" if r.release.vulnerable else "fixed"
         out.append(f"  release: {releases.describe(r.release)} ({state}: {r.release.evidence}); spec specs/{r.spec}")
     if r.status is Status.UNSAFE:
-        out.append(f"  remedy: upgrade both nodes to SGLang >= {releases.SGLANG_FIXED_IN}")
+        upgrade = _upgrade(r)
+        if upgrade is not None:
+            out.append(f"  remedy: {upgrade}")
         if r.context_length is not None:
             checked = ""
             if r.remedy_checked is not None:
                 word = {"PROVED": "SAFE", "VIOLATED": "still UNSAFE"}.get(r.remedy_checked.verdict, "UNKNOWN")
                 checked = f" (checked: {word} at that length, {r.remedy_checked.seconds:.1f}s)"
-            out.append(f"  remedy: or restart both nodes with --context-length {r.context_length}{checked}")
+            out.append(f"  remedy: {'or ' if upgrade else ''}restart both nodes with --context-length "
+                       f"{r.context_length}{checked}")
     elif r.status is Status.SAFE and r.release is not None and r.release.vulnerable:
         out.append("  note: this release has the leak, but at these numbers no prompt is rejected by prefill and "
                    "admitted by decode; keep --context-length at most the smaller pool after every change")
@@ -106,12 +158,13 @@ def document(r: Preflight) -> dict[str, Any]:
     a = r.analysis
     remedy: dict[str, Any] | None = None
     if r.status is Status.UNSAFE:
-        remedy = {"upgrade_to": releases.SGLANG_FIXED_IN, "context_length": r.context_length,
+        remedy = {"upgrade_to": releases.SGLANG_FIXED_IN if _upgrade(r) else None, "context_length": r.context_length,
                   "context_length_checked": None if r.remedy_checked is None else r.remedy_checked.verdict}
     return {
         "format": "ownership-preflight",
         "version": SCHEMA_VERSION,
         "verdict": r.status.name,
+        "headline": headline(r),
         "exit_code": int(r.status.value),
         "engine": d.prefill.engine,
         "engine_version": d.version,

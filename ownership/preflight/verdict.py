@@ -127,7 +127,7 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
             "disaggregation (pass --prefill and --decode); no spec in the release table covers one node",))
     reasons = []
     if p.page_size != d.page_size:
-        reasons.append(f"the nodes use different page sizes ({p.page_size} and {d.page_size}); the spec models one")
+        reasons.append(f"the nodes use different page sizes ({p.page_size:,} and {d.page_size:,} tokens); the spec models one")
     for node in (p, d):
         if node.allow_auto_truncate:
             reasons.append(f"{node.where('allow_auto_truncate')}: allow_auto_truncate is on: over-long prompts are "
@@ -247,11 +247,13 @@ def reproduce_check(spec_path: Path, mapped: Mapped) -> str:
 
 
 def _vllm_reason(p: NodeConfig, d: NodeConfig | None) -> str:
+    """What was checked of a vLLM deployment, whether it passed, and what no spec covers."""
     nodes = [n for n in (p, d) if n is not None]
     fits = all(n.pool_tokens >= n.context_len for n in nodes)
     pools = "; ".join(f"{n.where('pool_tokens')}: KV cache {n.pool_tokens:,} tokens, max_model_len {n.context_len:,}"
                       for n in nodes)
-    start = ("vLLM refuses to start when its KV cache cannot hold one max_model_len request (v1/core/"
-             "kv_cache_planning.py check_enough_kv_cache_memory, vLLM 0.33.0), and " +
-             ("this pool holds one" if fits else "yet this log reports a smaller pool"))
-    return (f"no library spec models vLLM's admission of over-long prompts ({pools}); {start}")
+    outcome = "passed" if fits else "failed: vLLM 0.33.0 refuses to start so configured; is this the running node's log?"
+    return ("vLLM's admission of prompts longer than it can serve (no library spec models it, so nothing here says "
+            "whether such a prompt can read or write KV another request owns). Checked: each KV cache holds one "
+            "request of max_model_len tokens, the condition vLLM 0.33.0 checks before it starts (v1/core/"
+            f"kv_cache_planning.py check_enough_kv_cache_memory; {pools}): {outcome}")
