@@ -163,12 +163,52 @@ def _not_covered(prefill: object, decode: object, version: str | None) -> tuple[
 
 def test_not_covered_vllm_single_node_and_unknown_release(tmp_path: Path) -> None:
     (why,) = _not_covered(read_node(DATA / "vllm-node.log"), None, None)
-    assert "no library spec models vLLM" in why and "check_enough_kv_cache_memory" in why and "this pool holds one" in why
+    assert why.startswith("vLLM's admission of prompts longer than it can serve (no library spec models it")
+    assert "Checked: each KV cache holds one request of max_model_len tokens" in why and "check_enough_kv_cache_memory" in why
+    assert why.endswith("KV cache 1,114,112 tokens, max_model_len 1,048,576): passed")
     p, d = read_node(DATA / "incident-prefill.log"), read_node(DATA / "incident-decode.log")
     assert "single-node" in _not_covered(p, None, "0.5.19")[0]
     assert "no row of the release table" in _not_covered(p, d, "0.6.0")[0]
-    other = node_log(tmp_path, "decode", context=1_048_576, pool=1_114_112, page=32)
-    assert "different page sizes" in _not_covered(p, read_node(other), "0.5.19")[0]
+    other = node_log(tmp_path, "decode", context=1_048_576, pool=1_114_112, page=1024)
+    assert "different page sizes (64 and 1,024 tokens)" in _not_covered(p, read_node(other), "0.5.19")[0]
+
+
+def test_vllm_pool_smaller_than_one_request_says_the_check_failed(tmp_path: Path) -> None:
+    small = tmp_path / "vllm.log"
+    small.write_text((DATA / "vllm-node.log").read_text().replace("KV cache size: 1,114,112", "KV cache size: 1,000,000"))
+    (why,) = _not_covered(read_node(small), None, None)
+    assert "KV cache 1,000,000 tokens, max_model_len 1,048,576): failed: vLLM 0.33.0 refuses to start" in why
+
+
+def test_evaluate_names_each_phase_and_hands_the_explorer_the_same_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mapping, the analysis and the remedy's re-check are announced in order; the explorer reports to the same object."""
+    from ownership.core.progress import Progress
+    from ownership.preflight import verdict
+
+    seen: list[str] = []
+
+    class Recorder:
+        def phase(self, name: str) -> None:
+            seen.append(name)
+
+        def __call__(self, p: Progress) -> None:
+            seen.append(f"report {p.states}")
+
+    def fake(spec_path: Path, mapped, max_seconds, progress=None):  # noqa: ANN001, ANN202 - stands in for analyse
+        assert isinstance(progress, Recorder)
+        progress(Progress(1.5, states=len(seen)))
+        closed = mapped.params["prefill_pool_tokens"] == mapped.params["decode_pool_tokens"]
+        derived = {"lo": 681_274, "hi": 1_048_570}
+        region = None if closed else "unsafe exactly when prompt_tokens >= lo and prompt_tokens < hi"
+        return verdict.Analysis("PROVED" if closed else "VIOLATED", 1, 1, 0.1, region, "x", derived)
+
+    monkeypatch.setattr(verdict, "analyse", fake)
+    dep = deployment(read_node(DATA / "incident-prefill.log"), read_node(DATA / "incident-decode.log"), "0.5.19")
+    r = evaluate(dep, progress=Recorder())
+    assert r.status is Status.UNSAFE and r.leaking == (681_274, 1_048_569)
+    assert seen == ["mapping onto specs/sglang_disagg_v0_5_19.py", "free-parameter analysis", "report 2",
+                    "remedy re-check: upgrade both nodes to SGLang >= 0.5.20", "report 4",
+                    "remedy re-check: restart both nodes with --context-length 681280", "report 6"]
 
 
 # -- mapping and the page-size scaling ------------------------------------------------------

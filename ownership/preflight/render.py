@@ -34,7 +34,7 @@ def _covered(a: Analysis, r: Preflight) -> str:
     scale = (f"page size {m.real_page_size:,} scaled to {m.page_size:,}" if m.page_size != m.real_page_size
              else f"page size {m.page_size:,}")
     return (f"{a.states:,} distinct states, {a.transitions:,} transitions (explore, prompt_tokens symbolic: every "
-            f"prompt length up to the context at once; {scale}: prefill {pages[0]} pages, decode {pages[1]} pages), "
+            f"prompt length up to the context at once; {scale}: prefill {pages[0]:,} pages, decode {pages[1]:,} pages), "
             f"{a.seconds:.1f}s; {_actions(a)}")
 
 
@@ -46,15 +46,50 @@ def _actions(a: Analysis) -> str:
     return f"{len(a.fired)} of {total} actions fired (never: {', '.join(a.unfired)})"
 
 
-def text(r: Preflight) -> list[str]:
-    """The report as lines: the verdict first, then why, the remedy, what was covered and how to reproduce it."""
+def _needed(r: Preflight) -> str:
+    """What a NOT COVERED deployment would need for a verdict, in one clause."""
     d = r.deployment
-    engine = d.prefill.engine
-    head = f"{r.status.name.replace('_', ' ')}  {engine} {d.version or '(version unknown)'}"
-    head += " prefill/decode disaggregation" if d.decode is not None and d.prefill.role != "null" else ""
-    out = [head]
+    if d.prefill.engine == "vllm":
+        held = "passed" if _vllm_pools_fit(r) else "failed"
+        return f"a spec of vLLM's admission of over-long prompts (the library has none); its KV cache check {held}"
+    if d.decode is None or d.prefill.role == "null":
+        return "a spec of one SGLang node, which the library lacks; its specs model a prefill/decode pair (--prefill, --decode)"
+    version = releases.parse_version(d.version or "")
+    if version is not None and releases.release_for("sglang", version) is None:
+        return f"a row of the release table for SGLang {d.version} (its code re-read and a spec that models it)"
+    return "a spec of each path named below, or a deployment that does not take them"
+
+
+def _vllm_pools_fit(r: Preflight) -> bool:
+    """Each node's KV cache holds one request of its max_model_len: the condition vLLM checks before it starts."""
+    return all(n.pool_tokens >= n.context_len for _, n in _nodes(r))
+
+
+def headline(r: Preflight) -> str:
+    """The report's first line: the verdict and what to do about it."""
+    if r.status is Status.SAFE:
+        line = "SAFE: deploy: at these numbers no prompt length up to the context leaks KV between requests"
+        if r.release is not None and r.release.vulnerable:
+            line += "; this release has the leak, so keep --context-length at most the smaller pool after any change"
+        return line
+    if r.status is Status.UNSAFE:
+        remedies = [m.action.split(" (", 1)[0] for m in r.remedies]
+        what = ", or ".join(remedies) if remedies else "no remedy found; see the leaking prompt range below"
+        return f"UNSAFE: do not deploy: {what}"
+    if r.status is Status.NOT_COVERED:
+        return f"NOT COVERED: no verdict: needs {_needed(r)}"
+    took = f" after {r.analysis.seconds:,.0f}s" if r.analysis is not None else ""
+    return f"UNKNOWN: no verdict: the analysis stopped{took}; run again with a larger --max-seconds"
+
+
+def text(r: Preflight) -> list[str]:
+    """The report as lines: what to do first, then the deployment, why, the remedy, what was covered, how to reproduce."""
+    d = r.deployment
+    what = f"  {d.prefill.engine} {d.version or '(version unknown)'}"
+    what += " prefill/decode disaggregation" if d.decode is not None and d.prefill.role != "null" else ""
+    out = [headline(r), what]
     for name, node in _nodes(r):
-        page = f", page_size {node.page_size}" if node.page_size is not None else ""
+        page = f", page_size {node.page_size:,}" if node.page_size is not None else ""
         out.append(f"  {name}: {node.file}: context {node.context_len:,} tokens, KV pool {node.pool_tokens:,} "
                    f"tokens{page}")
     out.append(f"  version {d.version} from {d.version_from}" if d.version else "  version not given")
@@ -106,6 +141,7 @@ def document(r: Preflight) -> dict[str, Any]:
         "format": "ownership-preflight",
         "version": SCHEMA_VERSION,
         "verdict": r.status.name,
+        "headline": headline(r),
         "exit_code": int(r.status.value),
         "engine": d.prefill.engine,
         "engine_version": d.version,

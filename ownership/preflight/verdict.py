@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ownership.core.progress import PhasedProgress, ProgressFn
 from ownership.errors import Code, ExitCode, OwnershipError
 from ownership.library import library_dir
 from ownership.preflight import admission, releases
@@ -152,8 +153,9 @@ def switches(dep: Deployment, row: releases.Release) -> dict[str, int]:
     return out
 
 
-def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True) -> Preflight:
-    """The verdict for ``dep``."""
+def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True,
+             progress: PhasedProgress | None = None) -> Preflight:
+    """The verdict for ``dep``; ``progress`` is told each phase and gets the explorer's reports."""
     p, d = dep.prefill, dep.decode
     if p.engine == "vllm":
         return Preflight(Status.NOT_COVERED, dep, reasons=(_vllm_reason(p, d),))
@@ -163,7 +165,7 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
             "disaggregation (pass --prefill and --decode); no spec in the release table covers one node",))
     reasons = []
     if p.page_size != d.page_size:
-        reasons.append(f"the nodes use different page sizes ({p.page_size} and {d.page_size}); the spec models one")
+        reasons.append(f"the nodes use different page sizes ({p.page_size:,} and {d.page_size:,} tokens); the spec models one")
     for node in (p, d):
         if (node.transfer_backend or "mooncake") != "mooncake":
             reasons.append(f"{node.where('disaggregation_transfer_backend')}: transfer backend "
@@ -184,6 +186,8 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
     if reasons:
         return Preflight(Status.NOT_COVERED, dep, reasons=tuple(reasons))
     assert row is not None and formula is not None
+    if progress is not None:
+        progress.phase(f"mapping onto specs/{row.spec}")
     limits = (Limit.of(p, formula=formula), Limit.of(d, formula=formula))
     flags = switches(dep, row)
     mapped = spec_params(limits[0].tokens, limits[1].tokens, p.page_size or 1, switches=flags)
@@ -195,14 +199,16 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
             f"explorer can cover keeps it ({max(mapped.pages)} pages); check by hand whether "
             f"ceil(prefill limit / page size) * page size is below decode's limit",))
     spec_path = SPECS / row.spec
-    analysis = analyse(spec_path, mapped, max_seconds)
+    if progress is not None:
+        progress.phase("free-parameter analysis")
+    analysis = analyse(spec_path, mapped, max_seconds, progress)
     base = _replace(base, status=Status.SAFE, analysis=analysis)
     if analysis.verdict == "UNKNOWN":
         return _replace(base, status=Status.UNKNOWN, reasons=("the analysis stopped before it was complete",))
     if analysis.verdict != "VIOLATED":
         return base
     leaking, region = _leaking(analysis, mapped)
-    remedies = _remedies(dep, row, formula, mapped, max_seconds, check_remedy)
+    remedies = _remedies(dep, row, formula, mapped, max_seconds, check_remedy, progress)
     return _replace(base, status=Status.UNSAFE, leaking=leaking, formula=region,
                     mechanism=_mechanism(leaking, limits, flags), remedies=remedies)
 
@@ -218,7 +224,7 @@ def _mechanism(leaking: tuple[int, int | None] | None, limits: tuple[Limit, Limi
 
 
 def _remedies(dep: Deployment, row: releases.Release, formula: admission.Formula, mapped: Mapped,
-              max_seconds: float | None, check: bool) -> tuple[Remedy, ...]:
+              max_seconds: float | None, check: bool, progress: PhasedProgress | None = None) -> tuple[Remedy, ...]:
     """Each change that would close the leak, re-checked by the same analysis (kept only if it does)."""
     p, d = dep.prefill, dep.decode
     assert d is not None
@@ -248,7 +254,9 @@ def _remedies(dep: Deployment, row: releases.Release, formula: admission.Formula
                            "with HTTP 500 instead of the other tenants' data)", "kv_checksum", None, SPECS / row.spec, on))
     out = []
     for action, kind, value, spec_path, params in candidates:
-        checked = analyse(spec_path, params, max_seconds) if check else None
+        if check and progress is not None:
+            progress.phase(f"remedy re-check: {action}")
+        checked = analyse(spec_path, params, max_seconds, progress) if check else None
         if checked is None or checked.verdict == "PROVED":
             out.append(Remedy(action, kind, value, checked))
     return tuple(out)
@@ -296,8 +304,9 @@ def derived_values(spec: object, params: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analysis:
-    """``check SPEC --free prompt_tokens`` at the mapped parameters."""
+def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None,
+            progress: ProgressFn | None = None) -> Analysis:
+    """``check SPEC --free prompt_tokens`` at the mapped parameters; the explorer reports to ``progress``."""
     from ownership.core.limits import limited
     from ownership.core.result import Verdict
     from ownership.engines.paramexplore import ParamOptions, explore_params
@@ -312,7 +321,7 @@ def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analy
     inst = Instance(spec, {**mapped.params, "prompt_tokens": 1})
     try:
         with limited(max_seconds):
-            result = explore_params(inst, options)
+            result = explore_params(inst, options, progress)
     except KeyboardInterrupt:
         return Analysis("UNKNOWN", 0, 0, time.perf_counter() - start, None, reproduce_check(spec_path, mapped))
     region = next((n for n in result.notes if n.startswith("unsafe ")), None)
@@ -337,11 +346,13 @@ def reproduce_check(spec_path: Path, mapped: Mapped) -> str:
 
 
 def _vllm_reason(p: NodeConfig, d: NodeConfig | None) -> str:
+    """What was checked of a vLLM deployment, whether it passed, and what no spec covers."""
     nodes = [n for n in (p, d) if n is not None]
     fits = all(n.pool_tokens >= n.context_len for n in nodes)
     pools = "; ".join(f"{n.where('pool_tokens')}: KV cache {n.pool_tokens:,} tokens, max_model_len {n.context_len:,}"
                       for n in nodes)
-    start = ("vLLM refuses to start when its KV cache cannot hold one max_model_len request (v1/core/"
-             "kv_cache_planning.py check_enough_kv_cache_memory, vLLM 0.33.0), and " +
-             ("this pool holds one" if fits else "yet this log reports a smaller pool"))
-    return (f"no library spec models vLLM's admission of over-long prompts ({pools}); {start}")
+    outcome = "passed" if fits else "failed: vLLM 0.33.0 refuses to start so configured; is this the running node's log?"
+    return ("vLLM's admission of prompts longer than it can serve (no library spec models it, so nothing here says "
+            "whether such a prompt can read or write KV another request owns). Checked: each KV cache holds one "
+            "request of max_model_len tokens, the condition vLLM 0.33.0 checks before it starts (v1/core/"
+            f"kv_cache_planning.py check_enough_kv_cache_memory; {pools}): {outcome}")
