@@ -17,6 +17,7 @@ from conftest import ROOT
 from ownership.errors import Code, OwnershipError
 from ownership.preflight import Status, deployment, evaluate, read_node, releases
 from ownership.preflight.mapping import Limit, context_to_close, scaled_page_size, spec_params
+from ownership.preflight.readers import NodeConfig
 from ownership.preflight.verdict import SPECS, _leaking, analyse
 
 DATA = ROOT / "tests" / "data" / "preflight"
@@ -409,3 +410,22 @@ def test_a_limit_term_no_log_prints_is_not_covered(tmp_path: Path) -> None:
     path.write_text(text.replace("'enable_kv_cache_sharding': False", "'enable_kv_cache_sharding': True"))
     (why,) = _not_covered(read_node(path), read_node(DATA / "incident-decode.log"), "0.5.23")
     assert "enable_kv_cache_sharding=True" in why and "max_req_input_len" in why
+
+
+def test_the_kv_checksum_counts_only_where_decode_compares_it(tmp_path: Path) -> None:
+    """0.5.23 admits unverified a request from a prefill of another TP width: no checksum protection there."""
+    from ownership.preflight.verdict import switches
+
+    def node(role: str, tp: int) -> NodeConfig:
+        text = (DATA / f"incident-{role}.log").read_text()
+        text = text.replace("'disaggregation_enable_kv_checksum': False", "'disaggregation_enable_kv_checksum': True")
+        path = tmp_path / f"{role}-{tp}.log"
+        path.write_text(text.replace("'tp_size': 8", f"'tp_size': {tp}"))
+        return read_node(path)
+
+    same, other = (node("prefill", 8), node("decode", 8)), (node("prefill", 8), node("decode", 4))
+    assert other[1].tp_size == 4 and other[1].kv_checksum
+    for version, layouts, on in [("0.5.21", other, 1), ("0.5.23", same, 1), ("0.5.23", other, 0)]:
+        dep = deployment(layouts[0], layouts[1], version)
+        row = releases.release_for("sglang", releases.parse_version(version) or ())
+        assert row is not None and switches(dep, row)["kv_checksum"] == on, (version, layouts[1].tp_size)

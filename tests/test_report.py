@@ -104,7 +104,7 @@ def test_report_is_self_contained_and_complete(v21_report: tuple[str, str]) -> N
     assert "B reads D0, which holds A's KV" in text
     # Summary and source reference of both specs, parameters, verdict badges.
     for needle in (
-        "SGLang 0.5.5-0.5.19 PD disaggregation: rejected prompt admitted by decode reads stale KV",
+        "SGLang 0.5.4.post2-0.5.19 PD disaggregation: rejected prompt admitted by decode reads stale KV",
         "disaggregation/decode.py DecodePreallocQueue.pop_preallocated, _pre_alloc, pop_transferred",
         "sglang PR #38935",
         "prefill_pool_tokens",

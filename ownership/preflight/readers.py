@@ -41,7 +41,7 @@ _VLLM_KV = re.compile(r"KV cache size: ([\d,]+) tokens, Maximum concurrency for 
 #: The server-argument fields preflight reads (names as in SGLang's ServerArgs).
 SERVER_ARG_KEYS = ("context_length", "page_size", "disaggregation_mode", "disaggregation_transfer_backend",
                    "allow_auto_truncate", "disaggregation_enable_kv_checksum", "dcp_size", "enable_kv_cache_sharding",
-                   "dllm_algorithm")
+                   "dllm_algorithm", "tp_size", "pp_size")
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,9 @@ class NodeConfig:
     """``--disaggregation-enable-kv-checksum`` (SGLang 0.5.21+; absent from older releases' arguments)."""
     dcp_size: int = 1
     """``--dcp-size``: decode context parallelism, which multiplies the admission limit (SGLang 0.5.17-0.5.20)."""
+    tp_size: int = 1
+    pp_size: int = 1
+    """Tensor and pipeline parallelism: SGLang 0.5.23 skips the KV checksum between nodes whose layouts differ."""
     unprinted_limit_terms: tuple[str, ...] = ()
     """Settings on which the node's admission limit depends that no log prints (KV-cache sharding, a dLLM)."""
 
@@ -188,6 +191,7 @@ def _sglang(file: str, seen: _Seen, context_len: int, pool: int, limit: int | No
                       v.get("disaggregation_transfer_backend"), bool(v.get("allow_auto_truncate")), dict(seen.lines),
                       kv_checksum=bool(v.get("disaggregation_enable_kv_checksum")),
                       dcp_size=int(v.get("dcp_size") or 1),
+                      tp_size=int(v.get("tp_size") or 1), pp_size=int(v.get("pp_size") or 1),
                       unprinted_limit_terms=tuple(
                           f"{k}={v[k]!r}" for k in ("enable_kv_cache_sharding", "dllm_algorithm") if v.get(k)))
 

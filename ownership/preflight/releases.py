@@ -81,6 +81,12 @@ SGLANG_DISAGG: tuple[Release, ...] = (
 
 
 
+#: From this release decode skips the KV checksum, admitting the request unverified, when the prefill
+#: node's layout signature (TP width, PP stage, page size) differs from its own
+#: (0.5.23 disaggregation/decode.py:2580-2598 ``_kv_checksum_comparable``).
+KV_CHECKSUM_SAME_LAYOUT_FROM = (0, 5, 23, 0)
+
+
 def parse_version(text: str) -> tuple[int, ...] | None:
     """``"0.5.20"`` -> ``(0, 5, 20, 0)``, ``"0.5.4.post2"`` -> ``(0, 5, 4, 2)``; None if not a release.
 

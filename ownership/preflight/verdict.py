@@ -149,8 +149,23 @@ def switches(dep: Deployment, row: releases.Release) -> dict[str, int]:
     out = {"prefill_auto_truncate": int(p.allow_auto_truncate), "decode_auto_truncate": int(d.allow_auto_truncate)}
     if row.kv_checksum:
         # decode verifies only when both nodes compute checksums (prefill writes it into the metadata buffer)
-        out["kv_checksum"] = int(p.kv_checksum and d.kv_checksum)
+        out["kv_checksum"] = int(p.kv_checksum and d.kv_checksum and checksum_compares(dep))
     return out
+
+
+def checksum_compares(dep: Deployment) -> bool:
+    """Whether decode compares the two nodes' KV checksums at all (0.5.23 skips it across layouts).
+
+    Read conservatively: the same tensor-parallel width and no pipeline
+    stages on either node; a layout the signature might tell apart counts as
+    a skipped check, never as a verified one.
+    """
+    p, d = dep.prefill, dep.decode
+    assert d is not None
+    version = releases.parse_version(dep.version or "") or ()
+    if version < releases.KV_CHECKSUM_SAME_LAYOUT_FROM:
+        return True
+    return p.tp_size == d.tp_size and p.pp_size == d.pp_size == 1
 
 
 def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True,
@@ -248,7 +263,7 @@ def _remedies(dep: Deployment, row: releases.Release, formula: admission.Formula
         off = dataclasses.replace(mapped, params={**mapped.params, "prefill_auto_truncate": 0, "decode_auto_truncate": 0})
         candidates.append(("restart both nodes without --allow-auto-truncate", "no_auto_truncate", None,
                            SPECS / row.spec, off))
-    if row.kv_checksum and mapped.params.get("kv_checksum") == 0:
+    if row.kv_checksum and mapped.params.get("kv_checksum") == 0 and checksum_compares(dep):
         on = dataclasses.replace(mapped, params={**mapped.params, "kv_checksum": 1})
         candidates.append(("restart both nodes with --disaggregation-enable-kv-checksum (a mismatch is answered "
                            "with HTTP 500 instead of the other tenants' data)", "kv_checksum", None, SPECS / row.spec, on))
@@ -340,7 +355,9 @@ def reproduce_check(spec_path: Path, mapped: Mapped) -> str:
         shown = spec_path.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
         shown = spec_path
-    params = " ".join(f"--param {k}={v}" for k, v in mapped.params.items() if k != "requests")
+    # requests is the spec's default, and a setting switched off is the spec's default too
+    params = " ".join(f"--param {k}={v}" for k, v in mapped.params.items()
+                      if k != "requests" and not (k.endswith(("_truncate", "_checksum")) and v == 0))
     return (f"ownership check {shown} --free prompt_tokens "
             f"--where 'prompt_tokens <= context_len' {params}")
 

@@ -78,7 +78,7 @@ class Replay:
         self.torch, self.utils, self.prefill_mod = torch, utils, prefill
         self.params = params
         self.server_args = server_args
-        self.send_aborted = send_aborted  # the fork as 0.5.5-0.5.19 take it: send every finished result
+        self.send_aborted = send_aborted  # the fork as 0.5.4.post2-0.5.19 take it: send every finished result
         self.page = params["page_size"]
         self.prefill_limit, self.decode_limit = _limits(params)
         self.log: list[dict[str, Any]] = []
