@@ -28,8 +28,9 @@ def node_log(tmp_path: Path, role: str, *, context: int, pool: int, page: int, n
     text = (DATA / f"incident-{role}.log").read_text()
     text = re.sub(r"max_total_num_tokens=\d+", f"max_total_num_tokens={pool}", text)
     text = text.replace("context_len=1048576", f"context_len={context}")
-    text = text.replace("'context_length': 1048576", f"'context_length': {context}")
-    text = text.replace("'page_size': 64", f"'page_size': {page}")
+    # the server_args line is ServerArgs(k=v, ...) in the incident's release (0.5.11), a dict from 0.5.19
+    text = re.sub(r"('context_length': |\bcontext_length=)1048576", rf"\g<1>{context}", text)
+    text = re.sub(r"('page_size': |\bpage_size=)64\b", rf"\g<1>{page}", text)
     path = tmp_path / (name or f"{role}.log")
     path.write_text(extra + text)
     return path
@@ -140,7 +141,9 @@ def test_a_log_needs_a_version_and_a_json_version_must_match() -> None:
     assert deployment(jp, jd, None).version == "0.5.23"
     with pytest.raises(OwnershipError, match="--version says 0.5.19") as err:
         deployment(jp, jd, "0.5.19")
-    assert err.value.code is Code.PREFLIGHT_CONTRADICTORY and err.value.line == 555
+    version_line = next(n for n, text in enumerate((DATA / "server-info-decode.json").read_text().splitlines(), 1)
+                        if text.strip().startswith('"version":'))
+    assert err.value.code is Code.PREFLIGHT_CONTRADICTORY and err.value.line == version_line
 
 
 # -- NOT COVERED: never SAFE for what no spec models ------------------------------------------
@@ -158,7 +161,7 @@ def test_not_covered_vllm_single_node_unknown_release_and_truncation(tmp_path: P
     assert "no row of the release table" in _not_covered(p, d, "0.6.0")[0]
     truncating = tmp_path / "t.log"
     truncating.write_text((DATA / "incident-decode.log").read_text().replace(
-        "'allow_auto_truncate': False", "'allow_auto_truncate': True"))
+        "allow_auto_truncate=False", "allow_auto_truncate=True"))
     assert "allow_auto_truncate is on" in _not_covered(p, read_node(truncating), "0.5.19")[0]
     other = node_log(tmp_path, "decode", context=1_048_576, pool=1_114_112, page=32)
     assert "different page sizes" in _not_covered(p, read_node(other), "0.5.19")[0]
