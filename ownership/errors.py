@@ -76,6 +76,7 @@ class Code(enum.Enum):
     MUTATE_NOTHING = (81, "the spec file defines no code to mutate")
     MUTATE_STALE_ACCEPT = (82, "an accepted mutant matches no mutant of the spec")
     MUTATE_BASELINE_LIMIT = (83, "the unmutated spec is not decided within the time limit")
+    MUTATE_EXPECTS_VIOLATION = (97, "mutation testing needs a safe spec; this one demonstrates a violation")
     MONITOR_BAD_EVENT = (84, "a monitor event or event-log record is malformed")
     LOG_NOT_JSON = (85, "an event log line is not a JSON object")
     LOG_SCHEMA = (86, "an event log line lacks a field or has one of the wrong type")

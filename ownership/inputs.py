@@ -70,16 +70,23 @@ def check_output_dir(path: Path, option: str) -> None:
     _creatable(path, option, path)
 
 
-def output_file(option: str) -> Callable[[str | Path], Path]:
+STDOUT = Path("-")
+"""What :func:`output_file` returns for ``-`` when the option may write to standard output."""
+
+
+def output_file(option: str, *, stdout: bool = False) -> Callable[[str | Path], Path]:
     """A typer ``parser=`` for an output file option: refuses the empty string and unwritable places.
 
     Typer turns ``--json ""`` into ``Path(".")``, so the empty string is only
-    visible here, before the conversion.
+    visible here, before the conversion.  With ``stdout``, ``-`` is
+    :data:`STDOUT` (standard output), not a file named ``-``.
     """
 
     def parse(text: str | Path) -> Path:
         if not str(text).strip():
             raise OwnershipError(Code.OUTPUT_PATH, f"{option}: empty path; name a file")
+        if stdout and str(text) == "-":
+            return STDOUT
         path = Path(text)
         check_output_file(path, option)
         return path

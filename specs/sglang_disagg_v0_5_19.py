@@ -1,7 +1,7 @@
-"""SGLang 0.5.5-0.5.19 disaggregated prefill/decode: the rejected-prompt KV leak.
+"""SGLang 0.5.4.post2-0.5.19 disaggregated prefill/decode: the rejected-prompt KV leak.
 
 Models the request lifecycle across a prefill node and a decode node, each
-with its own KV page pool, as shipped from 0.5.5 through 0.5.19 (line
+with its own KV page pool, as shipped from 0.5.4.post2 through 0.5.19 (line
 numbers: the 0.5.19 wheel, python/sglang/srt/):
 
 * ``managers/utils.py:206 validate_input_length`` (called at
@@ -9,9 +9,20 @@ numbers: the 0.5.19 wheel, python/sglang/srt/):
   Req.set_finish_with_abort``: a prompt at or over ``max_req_input_len`` is
   swapped for a one-token placeholder and the 400 is parked in ``to_finish``
   (line 1946); ``finished()`` (``finished_reason is not None``) stays false.
-  0.5.4 set ``finished_reason`` there (``schedule_batch.py:923``), which
-  decode's ``pop_preallocated`` skips (0.5.4 ``decode.py:422``); 0.5.5 (sglang
-  PR #12312) parks it in ``to_finish``.
+  0.5.4.post1 and earlier set ``finished_reason`` there (0.5.4
+  ``schedule_batch.py:923``, ``sglang_disagg_v0_5_4``); 0.5.4.post2 (sglang PR
+  #12312; ``schedule_batch.py:953``) parks it in ``to_finish``.
+* Decode's own rejection (its limit is the lower one): decode reserves the
+  placeholder's one page; Mooncake's transfer worker cuts prefill's page list
+  to decode's (``disaggregation/mooncake/conn.py:1764-1774``), and the
+  prebuilt step promotes decode's ``to_finish`` to the 400 before any decode
+  step (``managers/scheduler_components/batch_result_processor.py:99-114``;
+  0.5.4.post2-0.5.5.post3 have no prebuilt step and abort after one decode
+  step over the request's own page, which reads nothing foreign either).
+* ``--allow-auto-truncate`` (``prefill_auto_truncate``/``decode_auto_truncate``):
+  ``validate_input_length`` keeps the first ``max_req_input_len`` tokens
+  instead of rejecting (``managers/utils.py``), each node to its own limit;
+  prefill sends its length, decode reserves and reads its own.
 * ``disaggregation/prefill.py``: ``PrefillBootstrapQueue.add`` (385: only
   ``create_sender``'s guard, input length fits the pool), ``pop_bootstrapped``
   (410) -> ``finalize_bootstrap`` (363: ``num_pages`` from the
@@ -50,7 +61,7 @@ from ownership import Element, Enum, Ownership, Source, Spec, ceil_div, require,
 
 spec = Spec(
     "sglang_disagg_v0_5_19",
-    summary="SGLang 0.5.5-0.5.19 PD disaggregation: rejected prompt admitted by decode reads stale KV",
+    summary="SGLang 0.5.4.post2-0.5.19 PD disaggregation: rejected prompt admitted by decode reads stale KV",
     models=Source(
         "SGLang",
         "0.5.19",
@@ -72,6 +83,8 @@ spec.param("prefill_pool_tokens", 6, "prefill KV pool size in tokens (max_total_
 spec.param("decode_pool_tokens", 8, "decode KV pool size in tokens", min=1)
 spec.param("short_prompt_tokens", 2, "length of an ordinary prompt", min=1)
 spec.param("prompt_tokens", 6, "length of a long prompt", min=1)
+spec.param("prefill_auto_truncate", 0, "1: prefill runs with --allow-auto-truncate", min=0, max=1)
+spec.param("decode_auto_truncate", 0, "1: decode runs with --allow-auto-truncate", min=0, max=1)
 
 Req = spec.domain("Req", "requests", symmetric=True, names="ABCDEFGHIJKLMNOP")
 ReqId = Annotated[Element, Req]  # the type of an action argument drawn from Req
@@ -86,7 +99,7 @@ Finish = Enum("FinishReason", "NONE ABORT LENGTH")
 PrefillQ = Enum("PrefillQueue", "IDLE BOOTSTRAP WAITING FORWARDED DONE")
 DecodeQ = Enum("DecodeQueue", "IDLE PREALLOC TRANSFER RUNNING FINISHED DONE")
 KV = Enum("KVPoll", "NONE WAITING_FOR_INPUT SUCCESS FAILED")
-HTTP = Enum("HTTP", "NONE OK_200 ERROR_400")
+HTTP = Enum("HTTP", "NONE OK_200 ERROR_400 ERROR_500")
 
 # Prefill node's Req
 spec.var("p_queue", PrefillQ, per=Req, init=PrefillQ.IDLE, doc="where the request is on prefill")
@@ -113,24 +126,33 @@ decode_max_input = spec.derived(
 )
 
 
+# With --allow-auto-truncate a node keeps the first max_req_input_len tokens instead of rejecting
+# (validate_input_length); a prompt longer than both limits then reaches decode as decode's limit.
+prefill_truncated_pages_end = spec.derived(
+    "prefill_truncated_pages_end",
+    "ceil_div(min(context_len - 1, prefill_pool_tokens - 1), page_size) * page_size + 1",
+    "the shortest decode length that needs more pages than a prompt truncated by prefill fills",
+)
+
+
 # -- arrival ---------------------------------------------------------------------
 @spec.action
 def arrive(s, r: ReqId, prompt_len: PromptLenId):
     """The router sends the request to both nodes; each runs validate_input_length."""
     require(s.p_queue[r] == PrefillQ.IDLE and s.d_queue[r] == DecodeQ.IDLE)
     # prefill: Req.set_finish_with_abort swaps in a one-token placeholder
-    if prompt_len >= prefill_max_input(s):
+    if prompt_len >= prefill_max_input(s) and s.params.prefill_auto_truncate == 0:
         s.p_to_finish[r] = True
         s.p_input_len[r] = 1
     else:
-        s.p_input_len[r] = prompt_len
+        s.p_input_len[r] = min(prompt_len, prefill_max_input(s))  # truncated to the limit, or whole
     s.p_queue[r] = PrefillQ.BOOTSTRAP
     # decode: validated against decode's own limit
-    if prompt_len >= decode_max_input(s):
+    if prompt_len >= decode_max_input(s) and s.params.decode_auto_truncate == 0:
         s.d_to_finish[r] = True
         s.d_input_len[r] = 1
     else:
-        s.d_input_len[r] = prompt_len
+        s.d_input_len[r] = min(prompt_len, decode_max_input(s))
     s.d_queue[r] = DecodeQ.PREALLOC
 
 
@@ -165,8 +187,21 @@ def decode_pop_transferred(s, r: ReqId):
 
 @spec.action
 def decode_forward(s, r: ReqId):
-    """Decode forward: attention reads req_to_token[0:seq_len]; tokens stream, HTTP 200."""
+    """The prebuilt step, then decode forward: attention reads req_to_token[0:seq_len]; tokens stream, HTTP 200."""
     require(s.d_queue[r] == DecodeQ.RUNNING)
+    decode_forward_checked(s, r)
+
+
+def decode_forward_checked(s, r):
+    """process_batch_result_prebuilt, then the first decode step (what follows any check before it)."""
+    if s.d_to_finish[r]:
+        # process_batch_result_prebuilt: check_finished promotes decode's own parked 400 before
+        # any decode step, so a prompt decode rejected is answered 400 and its pages never read.
+        s.d_finished[r] = Finish.ABORT
+        s.http[r] = HTTP.ERROR_400
+        decode_pool.free(s, r)
+        s.d_queue[r] = DecodeQ.DONE
+        return
     decode_pool.read(s, r, decode_pool.pages_of(s, r))
     s.http[r] = HTTP.OK_200
     s.emit("reply", req=s.name_of(Req, r), status=200)
@@ -208,14 +243,26 @@ def prefill_forward(s, r: ReqId):
     s.p_queue[r] = PrefillQ.FORWARDED
 
 
-@spec.action
-def prefill_send(s, r: ReqId):
-    """send_kv_chunk(last_chunk=True): req_to_token[0:len(input)] -> dst_kv_indices; Success."""
-    require(s.p_queue[r] == PrefillQ.FORWARDED and s.kv[r] == KV.WAITING_FOR_INPUT)
+@spec.helper
+def send_kv_chunk(s, r):
+    """send_kv_chunk(last_chunk=True): req_to_token[0:len(input)] -> dst_kv_indices; the room turns Success.
+
+    Mooncake's transfer worker cuts prefill's page list to decode's when decode
+    reserved fewer pages (``disaggregation/mooncake/conn.py``; decode's own
+    placeholder when decode rejected the prompt and prefill did not); decode
+    having *more* pages than prefill sends goes unnoticed.
+    """
     num_pages = ceil_div(s.p_input_len[r], s.params.page_size)
-    transfer(s, r, prefill_pool, decode_pool, num_pages)  # decode having more pages goes unnoticed
+    transfer(s, r, prefill_pool, decode_pool, min(num_pages, len(decode_pool.pages_of(s, r))))
     s.kv_tokens[r] = s.p_input_len[r]
     s.kv[r] = KV.SUCCESS
+
+
+@spec.action
+def prefill_send(s, r: ReqId):
+    """process_batch_result_disagg_prefill: every finished result is sent, then released on Success."""
+    require(s.p_queue[r] == PrefillQ.FORWARDED and s.kv[r] == KV.WAITING_FOR_INPUT)
+    send_kv_chunk(s, r)
     # inflight queue on Success: release pages; the parked 400 is lost
     prefill_pool.free(s, r)
     s.p_finished[r] = Finish.LENGTH

@@ -34,9 +34,9 @@ not a safety violation, and 0.5.21 removes it (``sglang_disagg_v0_5_21``).
 """
 
 import sglang_disagg_v0_5_19 as v19
-from sglang_disagg_v0_5_19 import KV, Finish, PrefillQ, ReqId, decode_pool, prefill_pool
+from sglang_disagg_v0_5_19 import KV, Finish, PrefillQ, ReqId, prefill_pool
 
-from ownership import Source, ceil_div, require, safe, transfer
+from ownership import Source, require, safe
 
 spec = v19.spec.derive(
     "sglang_disagg_v0_5_20",
@@ -63,10 +63,7 @@ def prefill_send(s, r: ReqId):
         s.p_finished[r] = Finish.ABORT  # update_finish_state: the parked 400
         s.p_queue[r] = PrefillQ.DONE  # sender.abort() fails the room on prefill only: decode waits for its timeout
         return
-    num_pages = ceil_div(s.p_input_len[r], s.params.page_size)
-    transfer(s, r, prefill_pool, decode_pool, num_pages)
-    s.kv_tokens[r] = s.p_input_len[r]
-    s.kv[r] = KV.SUCCESS
+    v19.send_kv_chunk(s, r)
     prefill_pool.free(s, r)
     s.p_finished[r] = Finish.LENGTH
     s.p_queue[r] = PrefillQ.DONE

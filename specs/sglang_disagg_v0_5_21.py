@@ -31,12 +31,17 @@ equals the reserved one; ``_commit_transfer_to_req`` (2404) still compares
 only the bootstrap room (2457).  0.5.21 adds an opt-in KV checksum
 (``--disaggregation-enable-kv-checksum``, default off:
 ``arg_groups/fields/disagg.py:66``; verified in ``_verify_kv_checksums``,
-3039), which this model leaves out.  0.5.22 and 0.5.23 keep both doors as
-they are (``is_unadmitted_reject``, ``PrefillBootstrapQueue.add`` and
-``retire_unadmitted_request`` unchanged on this path).
+3039), the ``kv_checksum`` parameter: with ``--allow-auto-truncate`` and a
+longer decode limit (``prefill_auto_truncate``), decode reads pages prefill
+never sent unless the checksum turns that into a 500.  0.5.22 and 0.5.23 keep
+both doors as they are (``is_unadmitted_reject``, ``PrefillBootstrapQueue.add``
+and ``retire_unadmitted_request`` unchanged on this path); 0.5.23 skips the
+checksum when the two nodes' TP width, PP stage or page size differ
+(``decode.py:2580-2598``), which preflight's single page size and this model
+do not distinguish.
 
-Expected: safe at every size the explorer can cover, and provable by
-induction (the Z3 engine).
+Expected (without auto-truncate): safe at every size the explorer can cover,
+and provable by induction (the Z3 engine).
 """
 
 
@@ -80,23 +85,50 @@ spec = v20.spec.derive(
 def arrive(s, r: ReqId, prompt_len: PromptLenId):
     """Each node runs validate_input_length, then its queue's add retires a pending rejection at the door."""
     require(s.p_queue[r] == PrefillQ.IDLE and s.d_queue[r] == DecodeQ.IDLE)
-    if prompt_len >= prefill_max_input(s):
+    if prompt_len >= prefill_max_input(s) and s.params.prefill_auto_truncate == 0:
         s.p_to_finish[r] = True  # set_finish_with_abort
         s.p_input_len[r] = 1
         s.p_finished[r] = Finish.ABORT  # FIX: PrefillBootstrapQueue.add -> retire_unadmitted_request
         s.p_queue[r] = PrefillQ.DONE  # no sender: decode is not told
     else:
-        s.p_input_len[r] = prompt_len
+        s.p_input_len[r] = min(prompt_len, prefill_max_input(s))  # truncated to the limit, or whole
         s.p_queue[r] = PrefillQ.BOOTSTRAP
-    if prompt_len >= decode_max_input(s):
+    if prompt_len >= decode_max_input(s) and s.params.decode_auto_truncate == 0:
         s.d_to_finish[r] = True
         s.d_input_len[r] = 1
         s.d_finished[r] = Finish.ABORT  # FIX: DecodePreallocQueue.add -> retire_unadmitted_request
         s.http[r] = HTTP.ERROR_400
         s.d_queue[r] = DecodeQ.DONE
     else:
-        s.d_input_len[r] = prompt_len
+        s.d_input_len[r] = min(prompt_len, decode_max_input(s))
         s.d_queue[r] = DecodeQ.PREALLOC
+
+
+spec.param("kv_checksum", 0, "1: both nodes run with --disaggregation-enable-kv-checksum (0.5.21+)", min=0, max=1)
+
+
+@spec.replace
+def decode_forward(s, r: ReqId):
+    """get_new_prebuilt_batch: the opt-in KV checksum, the prebuilt step, then the decode forward.
+
+    ``_verify_kv_checksums`` (``disaggregation/decode.py:3039``) recomputes the
+    checksum over decode's pages for ``len(origin_input_ids)`` tokens and
+    compares it with the one prefill computed over the pages it sent
+    (``prefill.py:1330-1340``); on a mismatch ``_handle_kv_checksum_mismatch``
+    (3070) answers 500 and releases the pages before any read.  Modelled as
+    exact: a different number of pages is always a mismatch (a checksum
+    collision is not).
+    """
+    require(s.d_queue[r] == DecodeQ.RUNNING)
+    if s.params.kv_checksum == 1:
+        sent = ceil_div(s.kv_tokens[r], s.params.page_size)
+        if sent != len(decode_pool.pages_of(s, r)):
+            s.d_finished[r] = Finish.ABORT  # prepare_abort(..., INTERNAL_SERVER_ERROR)
+            s.http[r] = HTTP.ERROR_500
+            decode_pool.free(s, r)  # release_kv_cache
+            s.d_queue[r] = DecodeQ.DONE
+            return
+    v19.decode_forward_checked(s, r)
 
 
 # -- what the fix must guarantee, beyond 0.5.20's invariants (no_read_of_unwritten included) ----
@@ -159,7 +191,8 @@ def response_matches_finish(s) -> bool:
     for r in s.all(Req):
         q, h, f = s.d_queue[r], s.http[r], s.d_finished[r]
         if q == DecodeQ.DONE:
-            if not ((h == HTTP.ERROR_400 and f == Finish.ABORT) or (h == HTTP.OK_200 and f == Finish.LENGTH)):
+            if not ((h in (HTTP.ERROR_400, HTTP.ERROR_500) and f == Finish.ABORT)
+                    or (h == HTTP.OK_200 and f == Finish.LENGTH)):
                 return False
         elif q == DecodeQ.FINISHED:
             if h != HTTP.OK_200 or f != Finish.NONE:

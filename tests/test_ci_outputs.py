@@ -379,7 +379,8 @@ def test_judge_requires_a_proof_for_safe_and_the_named_violation_otherwise() -> 
     proved, bounded, unknown, viol_a, viol_b = RESULTS
     assert judge(Expect(None), proved).ok
     assert not judge(Expect(None), bounded).ok
-    assert judge(Expect(None), bounded).reason == "not exhaustive: reached the depth limit"
+    assert judge(Expect(None), bounded).got == "no violation, but not exhaustive (reached the depth limit)"
+    assert judge(Expect(None), unknown).got.startswith("an inconclusive verdict (")
     assert not judge(Expect(None), unknown).ok and not judge(Expect(None), viol_a).ok
     assert judge(Expect("a"), viol_a).ok and not judge(Expect("a"), viol_b).ok and not judge(Expect("a"), proved).ok
     # Without an expectation (`check`): no violation within the bounds passes, a limit is inconclusive.

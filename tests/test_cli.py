@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -49,10 +50,17 @@ def test_check_safe_exits_0_and_says_what_it_covered() -> None:
 
 
 def test_check_depth_bound_exits_0_and_names_the_bound() -> None:
-    res = invoke("check", V22, "--max-depth", "4")
-    assert res.exit_code == 0
-    assert res.stdout.startswith("BOUNDED_OK")
-    assert "up to 4 steps" in res.output and "NOT checked" in res.output
+    res = invoke("check", V22, "--max-depth", "8")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("BOUNDED_OK  ")
+    assert "up to 8 steps" in res.output and "NOT checked" in res.output
+
+
+def test_a_bound_too_shallow_for_an_action_is_vacuous_exit_3() -> None:
+    res = invoke("check", V22, "--max-depth", "7")
+    assert res.exit_code == 3, res.output
+    assert res.stdout.startswith("BOUNDED_OK (vacuous: 1 action not seen to fire: decode_finish)  "), res.output
+    assert invoke("check", V22, "--max-depth", "7", "--allow-vacuous").exit_code == 0
 
 
 def test_check_state_limit_is_inconclusive_exit_3() -> None:
@@ -83,7 +91,8 @@ def test_multiple_specs_exit_with_the_worst() -> None:
         (["check", V21, "--param", "page_size=x"], "OWN011", "not an integer"),
         (["check", V21, "--bogus"], "OWN013", "unknown option --bogus"),
         (["check", V21, "--invariant", "nope"], "OWN012", "no invariant 'nope'"),
-        (["check", V21, "--engine", "magic"], "OWN013", "unknown engine"),
+        (["check", V21, "--engine", "magic"], "OWN013",
+         "Invalid value for '--engine': 'magic' is not one of 'explore', 'bmc', 'hypothesis', 'prove', 'all'; see --help"),
         (["check", "does/not/exist.py"], "OWN002", "no such spec file"),
     ],
 )
@@ -225,3 +234,51 @@ def test_other_engines_never_overwrite_the_explorers_trace_by_default(tmp_path: 
     assert invoke("prove", spec, "--max-k", "4", "--no-spacer").exit_code == 1  # base case: depth 4
     assert (tmp_path / "counterexamples" / "toy_double_free" / "prove" / "trace.json").exists()
     assert explore_trace.read_text() == before
+
+
+# -- the help -----------------------------------------------------------------------------------------
+
+
+COMMANDS = ["check", "prove", "report", "test", "list", "mbt", "replay", "render", "graph", "mutate", "validate",
+            "preflight"]
+TYPE_PLACEHOLDER = re.compile(r"<(bool|int|float|str|text|path|Path|file|directory|list\[[^]]*\])( range)?>")
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_reads_at_80_columns(command: str | None) -> None:
+    """Nothing cut by an ellipsis, no line past 80 columns, no Python type where a value's name belongs."""
+    res = CliRunner().invoke(app, [*([command] if command else []), "--help"], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    assert "\u2026" not in res.output, res.output
+    assert max(len(line) for line in res.output.splitlines()) <= 80, res.output
+    assert not TYPE_PLACEHOLDER.search(res.output), TYPE_PLACEHOLDER.search(res.output)
+
+
+def test_check_help_is_grouped_and_much_shorter_than_one_option_per_panel() -> None:
+    out = CliRunner().invoke(app, ["check", "--help"], env={"COLUMNS": "80"}).output
+    for panel in ("What to check", "Instance", "Limits", "Random testing (--engine hypothesis)", "Output",
+                  "Reports and exit status"):
+        assert f"\u256d\u2500 {panel} " in out, panel
+    assert len(out.splitlines()) < 100
+
+
+def test_engine_lists_the_registrys_choices_including_prove() -> None:
+    from ownership.engines.registry import ENGINE_NAMES
+
+    assert "prove" in ENGINE_NAMES
+    flat = " ".join(CliRunner().invoke(app, ["check", "--help"], env={"COLUMNS": "80"}).output.split())
+    for name in ENGINE_NAMES:
+        assert f"{name} (" in flat, name
+    # The shell completes the same choices.
+    res = CliRunner().invoke(app, [], prog_name="ownership", env={
+        "_OWNERSHIP_COMPLETE": "complete_bash", "COMP_WORDS": "ownership check x.py --engine ", "COMP_CWORD": "4"})
+    assert res.output.split() == list(ENGINE_NAMES)
+
+
+def test_shell_completion_is_installed_and_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"}).output
+    assert "--install-completion" in root and "--show-completion" in root
+    # Name the shell: typer otherwise detects it from the parent process, which a test run may not have.
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
+    res = CliRunner().invoke(app, ["--show-completion", "bash"], prog_name="ownership")
+    assert res.exit_code == 0 and "_OWNERSHIP_COMPLETE=complete_bash" in res.output, res.output

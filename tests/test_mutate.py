@@ -15,6 +15,7 @@ from ownership.errors import Code, OwnershipError
 
 HERE = Path(__file__).resolve().parent / "mutate"
 SPECS = Path(__file__).resolve().parent.parent / "specs"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "examples"
 FAST = MutateOptions(max_seconds_per_mutant=10.0)
 
 
@@ -100,16 +101,41 @@ def test_the_original_must_have_its_expected_verdict(tmp_path: Path) -> None:
     assert info.value.code is Code.MUTATE_BASELINE
 
 
+def test_a_spec_that_demonstrates_a_bug_is_refused_with_what_to_run_instead() -> None:
+    buggy = DOCS / "paged_alloc.py"
+    with pytest.raises(OwnershipError) as info:
+        mutate(buggy, FAST)
+    assert info.value.code is Code.MUTATE_EXPECTS_VIOLATION and info.value.line == 12
+    res = CliRunner().invoke(app, ["mutate", str(buggy)])
+    assert res.exit_code == 2 and "SURVIVED" not in res.output
+    assert res.stderr.startswith("error[OWN097]: ") and "is expected to violate no_foreign_read" in res.stderr
+    assert "run it on the fixed spec" in res.stderr and "--explain" in res.stderr
+
+
+def test_the_spec_guides_fix_answers_for_each_mutant() -> None:
+    """docs/spec-guide.md section 9: one mutant killed, the two survivors accepted with reasons."""
+    report = mutate(DOCS / "paged_alloc_fixed.py", FAST)
+    assert sorted(r.outcome for r in report.results) == ["accepted", "accepted", "killed"]
+    assert report.ok and report.score == 1.0 and report.raw_score == pytest.approx(1 / 3)
+    res = CliRunner().invoke(app, ["mutate", str(DOCS / "paged_alloc_fixed.py")])
+    assert res.exit_code == 0 and "every non-equivalent mutant is killed or accepted: exit 0" in res.stdout
+
+
 def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["mutate", str(HERE / "tiny.py"), "--json", str(tmp_path / "m.json")])
     assert res.exit_code == 1, res.output
     assert "SURVIVED  take+2 delete-require" in res.stdout
     assert "-    require(s.phase[r] == Phase.IDLE)\n" in res.stdout and "+    pass\n" in res.stdout
-    assert res.stdout.rstrip().splitlines()[-1] == (
+    assert (
         "tiny: 8 mutants: 4 killed, 3 survived, 1 equivalent, 0 timed out, 0 invalid, 0 accepted; "
-        "non-equivalent mutation score 57.1%"
-    )
+        "non-equivalent mutation score 57.1%\n"
+    ) in res.stdout
+    # Under the score: what it means and what to do about the survivors.
+    after = " ".join(res.stdout.split("non-equivalent mutation score 57.1%")[1].split())
+    assert after.startswith("the score is the share of small faults in tiny.py's own code that its invariants")
+    assert "3 SURVIVED: the spec calls each of those faulty versions safe" in after
+    assert "spec.accept_mutant(ID, reason=...)" in after and after.endswith("exit 1 while a survivor or time-out remains (a CI gate)")
     data = json.loads((tmp_path / "m.json").read_text())
     assert data["counts"] == {"killed": 4, "survived": 3, "equivalent": 1, "timeout": 0, "invalid": 0,
                               "accepted": 0, "generated": 8}

@@ -104,6 +104,7 @@ def test_the_fork_picture_has_block_cells_with_holders_and_counts() -> None:
 ROOT_CAUSES = {
     # name: (root-cause step, symptom step, what the root-cause step is)
     "sglang_disagg_v0_5_19": (2, 15, "arrive(B, 6)"),  # the prompt is swapped for a one-token placeholder
+    "sglang_disagg_v0_5_4": (9, 15, "arrive(B, 6)"),  # the rejection sets finished_reason, the placeholder is still sent
     "tgi_prefix_published_before_write_buggy": (5, 6, "next_batch_below_min_size(B, x)"),  # unwritten block published
     "radix_lock_skips_leaf_buggy": (5, 5, "prefill(B, xy)"),  # the matched node is not locked, then evicted
     "vllm_fork_double_free_buggy": (3, 4, "append_slot(A)"),  # copy-on-write drops A's reference to B1

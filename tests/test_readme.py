@@ -28,9 +28,21 @@ def test_readme_example_spec_finds_its_bug(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
 
 
-def test_readme_names_the_two_commands() -> None:
-    assert ".venv/bin/ownership check specs/sglang_disagg_v0_5_19.py" in README
-    assert ".venv/bin/python -m pytest" in README
+def test_readme_quick_start_puts_ownership_on_path_for_every_later_command() -> None:
+    import shlex
+
+    blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
+    assert blocks[0] == "python3 -m venv .venv && . .venv/bin/activate && pip install -q .\n"
+    assert blocks[1] == "ownership check specs/sglang_disagg_v0_5_19.py\n"
+    assert blocks[2] == "pip install -q '.[test]' && python -m pytest\n"
+    # After the quick start each command is one the active environment provides, never a path into it.
+    for block in blocks[1:]:
+        for line in block.replace("\\\n", " ").splitlines():
+            for command in line.split("&&"):
+                assert shlex.split(command, comments=True)[0] in {"ownership", "pip", "python"}, line
+    for line in re.findall(r"^\$ (.*)$", README, re.M):
+        assert line.startswith("ownership "), line
+    assert README.count(".venv/bin/") == 2  # the activation, and the line saying to repeat it in a new shell
 
 
 @pytest.mark.slow

@@ -86,9 +86,11 @@ def test_zero_transitions_fails_ownership_test(tmp_path: Path) -> None:
 
 def test_dead_cleanup_is_a_vacuous_proof_in_the_text(tmp_path: Path) -> None:
     res = check(DEAD, tmp=tmp_path)
-    assert res.exit_code == 0, res.output  # check still exits 0: a warning, not a failure
+    assert res.exit_code == 3, res.output  # vacuous is not a pass: inconclusive
     head = res.stdout.splitlines()[0]
-    assert head.startswith("PROVED (vacuous: 1 action never fired)"), head
+    assert head == "PROVED (vacuous: 1 action never fired: cleanup)  vacuity_dead_cleanup (explore)", head
+    assert "vacuous is not a pass: exit 3 (inconclusive); make cleanup fire or declare it may_be_dead" in \
+        " ".join(res.output.split())
     flat = " ".join(res.output.split())
     where = f"vacuity_dead_cleanup.py:{line_of(DEAD, 'def cleanup') - 1}:"  # the decorator line
     assert "warning[OWN070]:" in flat and where in flat and "action cleanup never fired" in flat
@@ -99,9 +101,13 @@ def test_dead_cleanup_is_a_vacuous_proof_in_the_text(tmp_path: Path) -> None:
 def test_dead_cleanup_in_json_junit_and_sarif(tmp_path: Path) -> None:
     out_json, out_xml, out_sarif = tmp_path / "r.json", tmp_path / "r.xml", tmp_path / "r.sarif"
     res = check(DEAD, "--json", str(out_json), "--junit", str(out_xml), "--sarif", str(out_sarif), tmp=tmp_path)
-    assert res.exit_code == 0, res.output
-    spec = json.loads(out_json.read_text())["specs"][0]
+    assert res.exit_code == 3, res.output
+    doc = json.loads(out_json.read_text())
+    spec = doc["specs"][0]
     assert spec["verdict"] == "PROVED" and spec["vacuous"] is True
+    assert spec["status"] == "inconclusive" and doc["ok"] is False and doc["summary"]["inconclusive"] == 1
+    assert spec["qualifier"] == "vacuous: 1 action never fired: cleanup"
+    assert all(i["status"] == "inconclusive" for i in spec["invariants"])
     assert [w["subject"] for w in spec["warnings"]] == ["cleanup"]
     assert spec["warnings"][0]["code"] == "OWN070" and spec["warnings"][0]["rule"] == "vacuous-action"
     counts = {a["name"]: (a["enabled_states"], a["transitions"]) for a in spec["actions"]}
@@ -111,10 +117,11 @@ def test_dead_cleanup_in_json_junit_and_sarif(tmp_path: Path) -> None:
     suite = ET.parse(out_xml).getroot().find("testsuite")
     assert suite is not None
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
-    assert props["vacuity"] == "vacuous: 1 action never fired"
+    assert props["vacuity"] == "vacuous: 1 action never fired: cleanup"
     assert "cleanup" in (props.get("warning.1") or "")
-    outs = [c.findtext("system-out") or "" for c in suite.iter("testcase")]
-    assert outs and all(o.startswith("warning: vacuous: action cleanup never fired") for o in outs)
+    errors = list(suite.iter("error"))
+    assert suite.get("errors") == str(len(errors)) == "2" and all(e.get("type") == "VACUOUS" for e in errors)
+    assert all((e.get("message") or "").startswith("vacuous: action cleanup never fired") for e in errors)
 
     results = json.loads(out_sarif.read_text())["runs"][0]["results"]
     warn = [r for r in results if r["ruleId"] == "vacuous-action"]
@@ -122,17 +129,49 @@ def test_dead_cleanup_in_json_junit_and_sarif(tmp_path: Path) -> None:
     assert warn[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == line_of(DEAD, "def cleanup") - 1
 
 
+def test_allow_vacuous_exits_0_and_passes_the_reports_with_the_warning(tmp_path: Path) -> None:
+    out_json, out_xml = tmp_path / "r.json", tmp_path / "r.xml"
+    res = check(DEAD, "--allow-vacuous", "--json", str(out_json), "--junit", str(out_xml), tmp=tmp_path)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("PROVED (vacuous: 1 action never fired: cleanup)"), res.output
+    assert "vacuous, accepted by --allow-vacuous: exit 0" in res.output
+    assert "warning[OWN070]:" in res.output  # the opt-in keeps the warning
+    spec = json.loads(out_json.read_text())["specs"][0]
+    assert spec["status"] == "passed" and spec["vacuous"] is True
+    assert all(i["status"] == "passed" and i["message"].startswith("warning: vacuous:") for i in spec["invariants"])
+    suite = ET.parse(out_xml).getroot().find("testsuite")
+    assert suite is not None and suite.get("errors") == "0" and suite.get("failures") == "0"
+
+
 def test_dead_cleanup_fails_ownership_test_and_its_reports(tmp_path: Path) -> None:
     out_xml, out_sarif, out_json = tmp_path / "t.xml", tmp_path / "t.sarif", tmp_path / "t.json"
     res = invoke("test", str(only(tmp_path, DEAD)), "--junit", str(out_xml), "--sarif", str(out_sarif),
                  "--json", str(out_json))
     assert res.exit_code == 1, res.output
-    assert "FAIL  vacuity_dead_cleanup" in res.output and "cleanup never fired" in res.output
+    assert ("FAIL  vacuity_dead_cleanup: expected safe, got a vacuous safe verdict (action cleanup never fired); "
+            in res.output), res.output
+    assert "got safe" not in res.output
     failures = list(ET.parse(out_xml).getroot().iter("failure"))
     assert failures and all(f.get("type") == "VACUOUS" for f in failures)
-    rules = {r["ruleId"] for r in json.loads(out_sarif.read_text())["runs"][0]["results"]}
-    assert {"vacuous-action", "unmet-expectation"} <= rules
+    results = json.loads(out_sarif.read_text())["runs"][0]["results"]
+    assert {"vacuous-action", "unmet-expectation"} <= {r["ruleId"] for r in results}
+    [unmet] = [r for r in results if r["ruleId"] == "unmet-expectation"]
+    assert unmet["message"]["text"].startswith(
+        "vacuity_dead_cleanup: expected safe, got a vacuous safe verdict (action cleanup never fired)")
     assert json.loads(out_json.read_text())["specs"][0]["status"] == "failed"
+
+
+def test_the_html_badge_of_a_vacuous_proof_is_amber(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    res = invoke("report", str(DEAD), str(DECLARED), "--out", str(out))
+    assert res.exit_code == 3, res.output  # the report's exit status follows the same rule
+    assert "explore PROVED (vacuous: 1 action never fired: cleanup)" in res.output
+    page = out.read_text()
+    assert '<span class="badge VACUOUS" title="action cleanup never fired">PROVED (vacuous)</span>' in page
+    assert ".badge.VACUOUS { color:var(--amber)" in page
+    # The declared spec's proof is the only green badge: one per place a verdict is shown (toc, heading, run).
+    assert page.count('<span class="badge PROVED">') == 3
+    assert invoke("report", str(DEAD), "--out", str(out), "--allow-vacuous").exit_code == 0
 
 
 def test_declaring_the_action_may_be_dead_passes_ownership_test(tmp_path: Path) -> None:
@@ -149,15 +188,17 @@ def test_declaring_the_action_may_be_dead_passes_ownership_test(tmp_path: Path) 
 def test_other_engines_report_the_dead_action(engine: str, tmp_path: Path) -> None:
     extra = ("--max-examples", "30", "--steps", "10", "--derandomize") if engine == "hypothesis" else ()
     res = check(DEAD, "--engine", engine, *extra, tmp=tmp_path)
-    assert res.exit_code == 0, res.output
-    assert "vacuous: 1 action never fired)" in res.stdout.splitlines()[0], res.output
+    assert res.exit_code == 3, res.output
+    assert "vacuous: 1 action never fired: cleanup)" in res.stdout.splitlines()[0], res.output
     assert "action cleanup never fired" in " ".join(res.output.split())
 
 
 def test_prove_reports_the_dead_action() -> None:
     res = invoke("prove", str(DEAD))
-    assert res.exit_code == 0, res.output
-    assert res.stdout.startswith("PROVED (vacuous: 1 action never fired)"), res.output
+    assert res.exit_code == 3, res.output
+    assert res.stdout.startswith("PROVED (vacuous: 1 action never fired: cleanup)"), res.output
+    allowed = invoke("prove", str(DEAD), "--allow-vacuous")
+    assert allowed.exit_code == 0 and allowed.stdout.startswith("PROVED (vacuous:"), allowed.output
 
 
 def test_bounded_search_says_not_seen_to_fire() -> None:
@@ -202,12 +243,14 @@ def test_a_function_missing_its_decorator_is_reported(tmp_path: Path) -> None:
     assert w.code.label == "OWN071" and w.subject == "finish" and w.line == line_of(MISSING, "def finish")
     assert "add @spec.action" in w.message
     res = check(MISSING, tmp=tmp_path)
-    assert res.exit_code == 0
-    assert res.stdout.startswith("PROVED (1 warning)"), res.output
+    assert res.exit_code == 3
+    assert res.stdout.startswith("PROVED (vacuous: 1 warning: OWN071)"), res.output
     flat = " ".join(res.output.split())
     assert "warning[OWN071]: " in flat and f"vacuity_missing_action.py:{w.line}: function finish" in flat
     test = invoke("test", str(only(tmp_path, MISSING)))
-    assert test.exit_code == 1 and "FAIL  vacuity_missing_action" in test.output, test.output
+    assert test.exit_code == 1, test.output
+    assert ("FAIL  vacuity_missing_action: expected safe, got a vacuous safe verdict "
+            "(function finish is not a registered action)") in test.output, test.output
 
 
 def test_helpers_and_registered_functions_are_not_reported(tmp_path: Path) -> None:
@@ -230,9 +273,9 @@ def test_no_library_spec_has_an_unregistered_action() -> None:
 
 def test_alloc_beyond_the_pool_is_reported_where_it_is_called(tmp_path: Path) -> None:
     res = check(ALLOC, tmp=tmp_path)
-    assert res.exit_code == 0
+    assert res.exit_code == 3
     head = res.stdout.splitlines()[0]
-    assert head.startswith("PROVED (vacuous: 1 action never fired; 1 more warning)"), head
+    assert head.startswith("PROVED (vacuous: 1 action never fired: grow; 1 more warning: OWN072)"), head
     flat = " ".join(res.output.split())
     where = f"vacuity_alloc_beyond_pool.py:{line_of(ALLOC, 'pool.alloc(s, r, 3')}:"
     assert "warning[OWN072]:" in flat and where in flat and "alloc of 3 kv pages" in flat and "only 2" in flat
@@ -302,7 +345,7 @@ def test_assert_safe_and_the_pytest_outcomes_fail_a_vacuous_proof() -> None:
     from ownership.core.expectation import Status, invariant_outcomes
     from ownership.testing.assertions import assert_safe
 
-    with pytest.raises(AssertionError, match="vacuous: action cleanup never fired"):
+    with pytest.raises(AssertionError, match=r"got a vacuous safe verdict \(action cleanup never fired\)"):
         assert_safe(DEAD)
     assert_safe(DECLARED)
     spec = load_spec(DEAD)
@@ -328,3 +371,14 @@ def test_a_missing_decorator_is_found_under_future_annotations(tmp_path: Path) -
     path = tmp_path / "fut.py"
     path.write_text("from __future__ import annotations\n" + MISSING.read_text())
     assert [w.subject for w in load_spec(path).warnings] == ["finish"]
+
+
+def test_an_expected_violation_with_a_spec_warning_fails_and_says_why(tmp_path: Path) -> None:
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    source = (SPECS.parent / "docs" / "examples" / "paged_alloc.py").read_text()
+    (folder / "paged_alloc.py").write_text(source + "\n\ndef stray(s, r: Req):  # no @spec.action\n    pool.free(s, r)\n")
+    res = invoke("test", str(folder))
+    assert res.exit_code == 1, res.output
+    assert ("FAIL  paged_alloc: expected violates no_foreign_read, got violates no_foreign_read with a warning "
+            "(function stray is not a registered action)") in res.output, res.output

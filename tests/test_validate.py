@@ -312,8 +312,16 @@ def test_cli_validated_and_rejected_with_json(tmp_path: Path) -> None:
     res = runner.invoke(app, ["validate", str(VLLM), str(bad), "--json", str(tmp_path / "no.json")])
     assert res.exit_code == 1
     assert res.stdout.startswith(f"REJECTED  vllm_block_pool  {bad}:13: no behaviour of the spec explains seq 12")
-    assert "[state 1] get_new_blocks(1): effect disagrees with the log" in res.stdout
-    assert "      ref_cnt: as initially\n      block_hash[B1]=h0  block_hash[B2]=h1  (the rest as initially)\n" in res.stdout
+    # The reason leads, in the engine's terms; the spec's states only with -v.
+    lines = res.stdout.splitlines()
+    assert lines[1] == ("  why: get_new_blocks(1): effect disagrees with the log: it changes ref_cnt at B3, "
+                        "the log says B4"), res.stdout
+    assert lines[2] == "  event: alloc of pages 4, 3 by request r3 on node gpu" and lines[3] == "  in the spec: page 4 is B4"
+    assert "state 1:" not in res.stdout and "ref_cnt: as initially" not in res.stdout and "-v shows its state" in res.stdout
+    verbose = runner.invoke(app, ["validate", str(VLLM), str(bad), "-v"])
+    assert verbose.exit_code == 1 and verbose.stdout.splitlines()[:4] == lines[:4]
+    assert "[state 1] get_new_blocks(1): effect disagrees with the log" in verbose.stdout
+    assert "      ref_cnt: as initially\n      block_hash[B1]=h0  block_hash[B2]=h1  (the rest as initially)\n" in verbose.stdout
     no = json.loads((tmp_path / "no.json").read_text())
     assert set(no) == {"format", "version", "verdict", "spec", "log", "events", "params", "max_gap",
                        "internal_actions", "configurations", "seconds", "notes", "rejection"}

@@ -135,6 +135,18 @@ def mutate(path: str | Path, options: MutateOptions = MutateOptions(), progress:
             str(p),
         )
     expected = _expected(spec, baseline)
+    if expected is not None and _holds(expected, baseline):
+        # A mutant of a bug demonstration "survives" when it still shows the bug: that measures
+        # nothing about the invariants, and a score or an exit status 1 would only mislead.
+        declared = "is expected to violate" if spec.expect is not None else "violates"
+        raise OwnershipError(
+            Code.MUTATE_EXPECTS_VIOLATION,
+            f"spec {spec.name} {declared} {expected}: it demonstrates a bug, and mutation testing measures the "
+            "invariants of a safe spec (does each small fault in its code break one?); run it on the fixed spec "
+            "(a derived spec with expect=safe()), or see what the violation depends on with "
+            f"`ownership check {p} --explain`",
+            str(p), spec.line,
+        )
     if not _holds(expected, baseline):
         want = "safe" if expected is None else f"violates {expected}"
         got = baseline.verdict.name + (f" ({baseline.violated})" if baseline.violated else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,4 +119,36 @@ def report_lines(report: MutationReport, *, verbose: bool = False) -> list[str]:
         elif r.outcome == "invalid" or verbose or "remove the acceptance" in r.detail:
             out.append(f"{r.outcome}  {r.mutant.id}: {r.detail}")
     out.append(report.summary())
+    for line in guidance(report):
+        out.extend(textwrap.wrap(line, width=100, initial_indent="  ", subsequent_indent="    "))
     return out
+
+
+def guidance(report: MutationReport) -> list[str]:
+    """What the score means and what to do next, under the summary (unindented, unwrapped sentences).
+
+    The score is the share of small faults in this file's own code that the
+    spec's checks notice; a survivor is a fault the real engine could have
+    that the spec would call safe.
+    """
+    survived, timeouts = report.count("survived"), report.count("timeout")
+    if report.score is None:
+        return ["no mutant changed what the spec can observe (every one is equivalent or invalid): "
+                "nothing to score"]
+    accepted = " (an accepted mutant counts as noticed: the spec says why it cannot)" if report.count("accepted") else ""
+    lines = [f"the score is the share of small faults in {Path(report.file).name}'s own code that its "
+             f"invariants (or a deadlock, or an action that stops firing) notice{accepted}"]
+    if survived:
+        lines.append(f"{survived} SURVIVED: the spec calls each of those faulty versions safe, so it would not "
+                     "catch that bug in the engine either. Kill one with an invariant that says what the protocol "
+                     "promises at that line (what the client gets, what a request holds in each phase), not one "
+                     "that restates the code; if the model cannot observe the difference, accept it with "
+                     "spec.accept_mutant(ID, reason=...) (docs/spec-guide.md, mutation testing)")
+    if timeouts:
+        lines.append(f"{timeouts} TIMED OUT: not decided within --max-seconds-per-mutant; raise it or use "
+                     "smaller parameters")
+    if not survived and not timeouts:
+        lines.append("every non-equivalent mutant is killed or accepted: exit 0")
+    else:
+        lines.append("exit 1 while a survivor or time-out remains (a CI gate)")
+    return lines

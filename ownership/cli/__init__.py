@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 try:  # typer >= 0.20 vendors click
     from typer._click import exceptions as click_exc
@@ -30,6 +30,9 @@ from ownership.errors import Code, ExitCode, OwnershipError
 
 class _Group(TyperGroup):
     """Turns every usage error and user error into one line and a distinct exit code."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_type_placeholders(super().get_params(ctx), ctx)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["standalone_mode"] = False
@@ -43,7 +46,9 @@ class _Group(TyperGroup):
             if type(exc).__name__ == "NoArgsIsHelpError":  # bare `ownership`: show the help
                 sys.stderr.write(exc.format_message() + "\n")
                 sys.exit(int(ExitCode.USAGE))
-            _die(OwnershipError(Code.BAD_OPTION, f"{exc.format_message()}; see --help"))
+            # Typer's choice check says "Value error, 'x' is not one of ...": keep what is wrong and the choices.
+            message = exc.format_message().replace("Value error, ", "").rstrip(".")
+            _die(OwnershipError(Code.BAD_OPTION, f"{message}; see --help"))
         except typer.Abort:
             sys.stderr.write("interrupted\n")
             sys.exit(130)
@@ -58,6 +63,40 @@ class _Group(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
+def _without_type_placeholders(params: list[Any], ctx: Any) -> list[Any]:
+    """``params`` with no ``<type>`` placeholder in ``--help``: the metavars and the help say what to give.
+
+    Typer prints a Python type beside each parameter (``<bool>`` for a flag,
+    ``<list[Path]>`` for an argument); a flag takes no value, and an argument
+    with a metavar (SPEC, LOG) is named by it.
+    """
+    for param in params:
+        if isinstance(param, TyperArgument):
+            if param.metavar is None:
+                param.metavar = (param.name or "value").upper()
+            param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
+        elif param.metavar is None:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+            elif not param.type_descriptor.is_choice:  # choices are shown as they are: they say what to give
+                # An option that did not name its value gets a word for its type, not the Python type.
+                label = param.display_type(ctx).strip("<>").removeprefix("list[").removesuffix("]")
+                param.metavar = _METAVARS.get(label.split()[0], label.upper())
+    return params
+
+
+_METAVARS = {"int": "N", "float": "NUMBER", "str": "TEXT", "Path": "PATH", "path": "PATH", "file": "FILE",
+             "directory": "DIR"}
+"""The word ``--help`` shows for a value of each type when the option names none."""
+
+
+class _Command(TyperCommand):
+    """A command whose ``--help`` has no ``<type>`` placeholders (see :func:`_without_type_placeholders`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_type_placeholders(super().get_params(ctx), ctx)
+
+
 def _die(exc: OwnershipError) -> None:
     sys.stderr.write(exc.one_line() + "\n")
     sys.exit(int(exc.exit_code))
@@ -65,7 +104,7 @@ def _die(exc: OwnershipError) -> None:
 
 app = typer.Typer(
     cls=_Group,
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     help="Model checker for KV-cache page ownership protocols. Exit codes: 0 safe within the stated bounds, "
     "1 violation, 2 usage/spec error, 3 inconclusive.",
@@ -107,7 +146,7 @@ def _register() -> None:
         ("prove", checking.prove), ("mutate", tools.mutate), ("preflight", preflight.preflight),
         ("validate", tools.validate),
     ):
-        app.command(name)(command)
+        app.command(name, cls=_Command)(command)
 
 
 _register()

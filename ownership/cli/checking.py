@@ -14,7 +14,29 @@ from typing import Annotated, Any
 import typer
 
 from ownership import inputs, session
-from ownership.cli.common import JsonOpt, JunitOpt, MaxDomainOpt, ParamOpt, SarifOpt, parse_params, steps, worse
+from ownership.cli.common import (
+    DEFAULT_ENGINE,
+    INSTANCE,
+    LIMITS,
+    OUTPUT,
+    PROOF,
+    RANDOM,
+    SEARCH,
+    AllowVacuousOpt,
+    DirArg,
+    EngineName,
+    JsonOpt,
+    JunitOpt,
+    LibraryOpt,
+    MaxDomainOpt,
+    ParamOpt,
+    SarifOpt,
+    engine_help,
+    parse_params,
+    spec_folder,
+    steps,
+    worse,
+)
 from ownership.core.progress import Progress
 from ownership.errors import Code, ExitCode, OwnershipError
 from ownership.session import Outcome, Settings
@@ -57,27 +79,30 @@ def _warn(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def _print_report(outcome: Outcome, record: list[Any] | None, *, derived: bool) -> bool:
+def _print_report(outcome: Outcome, record: list[Any] | None, *, derived: bool, allow_vacuous: bool) -> bool:
     """The result report of one spec; ``False`` (and the run recorded) when it stopped before any engine ran."""
-    from ownership.render.text import result_report
+    from ownership.render.text import result_report, vacuous_status_lines
 
     spec, result = outcome.spec, outcome.result
     if outcome.stopped_in_setup:
         for line in result_report(result):
             typer.echo(line)
-        _record(record, outcome)
+        _record(record, outcome, allow_vacuous)
         return False
     doc = spec.invariants[result.violated].doc if result.violated in spec.invariants else ""
     ghosts = [v.name for v in spec.vars.values() if v.ghost]
     for line in result_report(result, invariant_doc=doc, ghosts=ghosts,
                               derived=spec.derived_values.values() if derived else ()):
         typer.echo(line)
+    if result.vacuous:
+        for line in vacuous_status_lines(result, allow_vacuous):
+            typer.echo(line)
     return True
 
 
-def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
+def _print_check(outcome: Outcome, record: list[Any] | None, allow_vacuous: bool) -> None:
     """What ``ownership check`` prints for one spec: the report, the other engines, the files, the reproduce line."""
-    if not _print_report(outcome, record, derived=True):
+    if not _print_report(outcome, record, derived=True, allow_vacuous=allow_vacuous):
         return
     for other, relation, why in outcome.relations:
         # "agrees" only when both results promise something comparable; a sampled pass never does.
@@ -91,7 +116,7 @@ def _print_check(outcome: Outcome, record: list[Any] | None) -> None:
         typer.echo("  wrote " + ", ".join(str(p) for p in outcome.files))
         typer.echo(f"  replay: ownership replay {outcome.trace_dir / 'trace.json'}")
     typer.echo(f"  reproduce: {outcome.reproduce}")
-    _record(record, outcome)
+    _record(record, outcome, allow_vacuous)
 
 
 def _write_error(outcome: Outcome) -> None:
@@ -99,45 +124,76 @@ def _write_error(outcome: Outcome) -> None:
         sys.stderr.write(outcome.write_error.one_line() + " (trace.json and trace.dot were still written)\n")
 
 
-def _record(record: list[Any] | None, outcome: Outcome) -> None:
+def _record(record: list[Any] | None, outcome: Outcome, allow_vacuous: bool) -> None:
     """Add the CI reports' record of the run (see ``ownership.render.ci``)."""
     if record is not None:
         from ownership.render.ci.records import spec_run
 
-        record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files))
+        record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files,
+                               allow_vacuous=allow_vacuous))
 
 
 def check(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files (Python modules defining `spec`).")],
-    engine: Annotated[str, typer.Option(help="explore (exhaustive breadth-first), bmc (Z3 bounded model checking), hypothesis (random interleavings, shrunk), or all (every engine, compared).")] = "explore",
+    specs: Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files (Python modules defining `spec`).",
+                                                show_default=False)],
+    engine: Annotated[EngineName, typer.Option(
+        metavar="ENGINE", rich_help_panel=SEARCH, help=engine_help())] = DEFAULT_ENGINE,
     param: ParamOpt = None,
-    seed: Annotated[int | None, typer.Option(help="hypothesis: random seed (a run without one prints the seed it drew).")] = None,
-    max_examples: Annotated[int | None, typer.Option(help="hypothesis: number of random examples (default 200).")] = None,
-    steps: Annotated[int | None, typer.Option(help="hypothesis: steps per example (default 50).")] = None,
-    derandomize: Annotated[bool, typer.Option("--derandomize", help="hypothesis: same examples on every run (CI mode).")] = False,
-    walks: Annotated[int | None, typer.Option(help="hypothesis: swarm random walks before Hypothesis' examples (default 5 per example; 0: none).", min=0)] = None,
-    max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
-    max_states: Annotated[int | None, typer.Option(help="Stop after this many distinct states.")] = None,
-    max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase and engine included (reached: UNKNOWN, exit 3).")] = None,
-    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry", help="Merge states equal up to permuting symmetric domains.")] = True,
-    deadlock: Annotated[bool, typer.Option("--deadlock", help="Also report states where requests are pending and nothing can run.")] = False,
-    invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Check only this invariant (repeatable).")] = None,
-    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for trace.json/.dot/.svg "
-                                                 "(default counterexamples/<spec>/ for a run without search options, else "
-                                                 "counterexamples/<spec>/<engine>/[<options>]/; see docs/cli.md).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Picture format besides the DOT file: svg, png or svg,png.")] = "svg",
-    render: Annotated[bool, typer.Option("--render/--no-render", help="Draw the picture (trace.json and trace.dot are always written).")] = True,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress lines on stderr for long runs.")] = True,
-    solver_timeout: Annotated[float | None, typer.Option(help="bmc: seconds per solver call (unknown -> exit 3).")] = None,
-    free: Annotated[list[str] | None, typer.Option("--free", help="Leave this parameter symbolic: check every value at once (repeatable).")] = None,
-    where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters, e.g. 'prompt_tokens <= context_len'.")] = None,
-    minimize: Annotated[str | None, typer.Option(help="Report the smallest value of this free parameter that violates.")] = None,
-    maximize: Annotated[str | None, typer.Option(help="Report the largest value of this free parameter that violates.")] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Under a counterexample, say what every path to the violation has in common (state graph, bounded by --max-states).")] = False,
+    free: Annotated[list[str] | None, typer.Option(
+        "--free", metavar="NAME", rich_help_panel=SEARCH, help="Check every value of this parameter at once.")] = None,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", metavar="EXPR", rich_help_panel=SEARCH,
+        help="Constraint on free parameters: 'prompt_tokens <= context_len'.")] = None,
+    minimize: Annotated[str | None, typer.Option(
+        metavar="NAME", rich_help_panel=SEARCH, help="The smallest value of a free parameter that violates.")] = None,
+    maximize: Annotated[str | None, typer.Option(
+        metavar="NAME", rich_help_panel=SEARCH, help="The largest value of a free parameter that violates.")] = None,
+    invariant: Annotated[list[str] | None, typer.Option(
+        "--invariant", "-i", metavar="NAME", rich_help_panel=SEARCH, help="Check only this invariant.")] = None,
+    deadlock: Annotated[bool, typer.Option(
+        "--deadlock", metavar="", rich_help_panel=SEARCH,
+        help="Also report states with work pending and nothing enabled.")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", metavar="", rich_help_panel=SEARCH,
+        help="Under a counterexample, what every path to it has in common.")] = False,
+    symmetry: Annotated[bool, typer.Option(
+        "--symmetry/--no-symmetry", metavar="", rich_help_panel=INSTANCE,
+        help="Merge states equal up to renaming symmetric elements.")] = True,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    max_depth: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=LIMITS, help="Stop after N steps (BOUNDED_OK).")] = None,
+    max_states: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=LIMITS, help="Stop after N distinct states (UNKNOWN, exit 3).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(
+        metavar="SECONDS", rich_help_panel=LIMITS, help="Wall-clock limit per spec (UNKNOWN, exit 3).")] = None,
+    solver_timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", rich_help_panel=LIMITS, help="bmc, prove: limit per solver call.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=RANDOM, help="Random seed (default: drawn, and printed).")] = None,
+    max_examples: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=RANDOM, help="Random examples (default 200).")] = None,
+    steps: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=RANDOM, help="Steps per example (default 50).")] = None,
+    walks: Annotated[int | None, typer.Option(
+        metavar="N", min=0, rich_help_panel=RANDOM,
+        help="Swarm random walks first (default 5 per example).")] = None,
+    derandomize: Annotated[bool, typer.Option(
+        "--derandomize", metavar="", rich_help_panel=RANDOM, help="The same examples on every run (CI).")] = False,
+    out: Annotated[Path | None, typer.Option(
+        parser=inputs.output_dir("--out"), metavar="DIR", rich_help_panel=OUTPUT,
+        help="Folder for the counterexample (default: under counterexamples/).")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", metavar="svg|png|svg,png", rich_help_panel=OUTPUT, help="Picture format.")] = "svg",
+    render: Annotated[bool, typer.Option(
+        "--render/--no-render", metavar="", rich_help_panel=OUTPUT,
+        help="Draw the picture (the JSON and DOT files are always written).")] = True,
+    progress: Annotated[bool, typer.Option(
+        "--progress/--no-progress", metavar="", rich_help_panel=OUTPUT,
+        help="Progress lines on stderr for long runs.")] = True,
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
-    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
@@ -150,17 +206,17 @@ def check(
     inputs.check_count("--steps", steps, 1)
     inputs.check_optimised(tuple(free or ()), minimize, maximize)
     settings = Settings(
-        engine=engine, params=parse_params(param, free), max_depth=max_depth, max_states=max_states,
+        engine=engine.value, params=parse_params(param, free), max_depth=max_depth, max_states=max_states,
         max_seconds=max_seconds, symmetry=symmetry, deadlock=deadlock, invariants=tuple(invariant) if invariant else None,
         out=out, formats=formats, render=render, progress=progress, solver_timeout=solver_timeout,
         free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
         seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,
     )
-    raise typer.Exit(int(_check_all(specs, settings, "check", junit, sarif, json_out, _print_check)))
+    raise typer.Exit(int(_check_all(specs, settings, "check", junit, sarif, json_out, _print_check, allow_vacuous)))
 
 
 def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path | None, sarif: Path | None,
-               json_out: Path | None, show: Any) -> ExitCode:
+               json_out: Path | None, show: Any, allow_vacuous: bool) -> ExitCode:
     """Check each spec in turn, print it with ``show``, write the CI reports; the worst exit code."""
     from ownership.render.ci.writing import reporting
 
@@ -171,8 +227,8 @@ def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path 
             if i:
                 typer.echo("")
             outcome = _session_check(spec_path, settings, progress=settings.progress)
-            show(outcome, runs)
-            worst = worse(worst, outcome.exit_code)
+            show(outcome, runs, allow_vacuous)
+            worst = worse(worst, outcome.result.exit_code_allowing(allow_vacuous))
             if outcome.result.stop_reason.name == "INTERRUPTED":
                 break  # Ctrl-C or SIGTERM: stop here, with what was covered so far
     return worst
@@ -188,16 +244,27 @@ def _check_limits(
 
 
 def report(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files.")],
-    out: Annotated[Path, typer.Option("--out", "-o", parser=inputs.output_file("--out"), help="The HTML file to write.")] = Path("report.html"),
-    engine: Annotated[list[str] | None, typer.Option("--engine", help="Engine to run (repeatable): explore (default), bmc.")] = None,
+    specs: Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files.", show_default=False)],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", parser=inputs.output_file("--out"), metavar="FILE", rich_help_panel=OUTPUT,
+        help="The HTML file to write.")] = Path("report.html"),
+    engine: Annotated[list[str] | None, typer.Option(
+        "--engine", metavar="explore|bmc", rich_help_panel=SEARCH,
+        help="Engine to run (repeatable; default explore).")] = None,
     param: ParamOpt = None,
-    max_depth: Annotated[int | None, typer.Option(help="Stop after this many steps from the initial state.")] = None,
-    max_states: Annotated[int | None, typer.Option(help="explore: stop after this many distinct states (also bounds the diagnosis).")] = None,
-    max_seconds: Annotated[float | None, typer.Option(help="explore: stop after this many seconds.")] = None,
-    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
-    solver_timeout: Annotated[float | None, typer.Option(help="bmc: seconds per solver call.")] = None,
+    symmetry: Annotated[bool, typer.Option(
+        "--symmetry/--no-symmetry", rich_help_panel=INSTANCE,
+        help="Merge states equal up to renaming symmetric elements.")] = True,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    max_depth: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=LIMITS, help="Stop after N steps.")] = None,
+    max_states: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=LIMITS, help="explore: stop after N states (bounds the diagnosis too).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(
+        metavar="SECONDS", rich_help_panel=LIMITS, help="explore: wall-clock limit.")] = None,
+    solver_timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", rich_help_panel=LIMITS, help="bmc: limit per solver call.")] = None,
+    allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Write a self-contained HTML design-review report: verdicts, pictures, steps, spec source, diagnosis."""
     from ownership.render.html import render_report
@@ -218,7 +285,7 @@ def report(
                          max_seconds=max_seconds if e == "explore" else None, symmetry=symmetry, render=False,
                          solver_timeout=solver_timeout, max_domain=max_domain)
             outcome = _session_check(spec_path, s, outputs=False)
-            worst = worse(worst, outcome.exit_code)
+            worst = worse(worst, outcome.result.exit_code_allowing(allow_vacuous))
             runs.append((outcome.result, s.reproduce_flags()))
         sections.append(build_section(spec_path, runs, params, max_states=max_states, symmetry=symmetry))
         typer.echo(f"{spec_path}: " + ", ".join(
@@ -233,15 +300,21 @@ def report(
 
 
 def test_specs(
-    directory: Annotated[Path, typer.Argument(help="Folder of spec files.")] = Path("specs"),
+    directory: DirArg = None,
+    library: LibraryOpt = False,
     param: ParamOpt = None,
-    max_seconds: Annotated[float | None, typer.Option(help="Per-spec time limit (a spec that hits it fails).")] = None,
-    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
-    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Write each counterexample (trace.json/.dot/.svg) to OUT/<spec>/; default: none written.")] = None,
+    symmetry: Annotated[bool, typer.Option(
+        "--symmetry/--no-symmetry", rich_help_panel=INSTANCE,
+        help="Merge states equal up to renaming symmetric elements.")] = True,
+    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    max_seconds: Annotated[float | None, typer.Option(
+        metavar="SECONDS", rich_help_panel=LIMITS, help="Per-spec time limit (a spec that hits it fails).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        parser=inputs.output_dir("--out"), metavar="DIR", rich_help_panel=OUTPUT,
+        help="Write each counterexample to a folder per spec in DIR (default: none).")] = None,
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
-    max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
     from ownership.lang.loader import spec_files
@@ -253,6 +326,7 @@ def test_specs(
     params = parse_params(param)
     failures = passed = errors = 0
     worst = ExitCode.OK
+    directory = spec_folder(directory, library)
     files = spec_files(directory)
     if not files:
         raise OwnershipError(Code.BAD_OPTION, "no spec files here", str(directory))
@@ -289,9 +363,11 @@ def test_specs(
             ok = verdict.ok
             took = time.perf_counter() - started
             status = "PASS" if ok else "FAIL"
-            detail = f"{verdict.got} ({result.stats.states:,} states, depth {result.stats.depth}"
-            detail += f", {steps(len(result.trace))}" if result.trace is not None else ""
-            detail += f", {took:.2f}s)"
+            stats = f"{result.stats.states:,} states, depth {result.stats.depth}"
+            stats += f", {steps(len(result.trace))}" if result.trace is not None else ""
+            stats += f", {took:.2f}s"
+            # "got a vacuous safe verdict (action x never fired)" has its parenthesis already.
+            detail = f"{verdict.got}; {stats}" if verdict.got.endswith(")") else f"{verdict.got} ({stats})"
             if verdict.reason:
                 detail += f"; {verdict.reason}"
             typer.echo(f"{status}  {spec.name}: expected {verdict.expected}, got {detail}")
@@ -315,24 +391,36 @@ def test_specs(
 
 
 def prove(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files.")],
+    specs: Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files.", show_default=False)],
     param: ParamOpt = None,
-    max_k: Annotated[int, typer.Option(help="Largest k for k-induction before Spacer is tried.")] = 2,
-    spacer: Annotated[bool, typer.Option("--spacer/--no-spacer", help="Fall back to Z3's Spacer (IC3/PDR) when k-induction does not close.")] = True,
-    spacer_timeout: Annotated[float, typer.Option(help="Seconds for Spacer before giving up (exit 3).")] = 600.0,
+    free: Annotated[list[str] | None, typer.Option(
+        "--free", metavar="NAME", rich_help_panel=SEARCH, help="Prove for every value of this parameter.")] = None,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", metavar="EXPR", rich_help_panel=SEARCH, help="Constraint on free parameters.")] = None,
+    invariant: Annotated[list[str] | None, typer.Option(
+        "--invariant", "-i", metavar="NAME", rich_help_panel=SEARCH,
+        help="Prove only this invariant (helpers still assumed).")] = None,
+    max_k: Annotated[int, typer.Option(
+        metavar="K", rich_help_panel=PROOF, help="Largest k for k-induction.")] = 2,
     reach_states: Annotated[int, typer.Option(
-        help="Before Spacer, enumerate up to this many reachable states and have Z3 check them as the "
-        "inductive invariant (0: never).", min=0)] = 200_000,
-    solver_timeout: Annotated[float | None, typer.Option(help="Seconds per solver call (unknown -> exit 3).")] = None,
-    free: Annotated[list[str] | None, typer.Option("--free", help="Prove for every value of this parameter (repeatable).")] = None,
-    where: Annotated[list[str] | None, typer.Option("--where", help="Constraint on free parameters.")] = None,
-    invariant: Annotated[list[str] | None, typer.Option("--invariant", "-i", help="Prove only this invariant (helpers are still assumed).")] = None,
-    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for a counterexample (default counterexamples/<spec>/prove/).")] = None,
+        metavar="N", min=0, rich_help_panel=PROOF,
+        help="Then check up to N reachable states as the invariant (0: never).")] = 200_000,
+    spacer: Annotated[bool, typer.Option(
+        "--spacer/--no-spacer", rich_help_panel=PROOF, help="Then try Z3's Spacer (IC3/PDR).")] = True,
+    spacer_timeout: Annotated[float, typer.Option(
+        metavar="SECONDS", rich_help_panel=PROOF, help="Limit for Spacer (reached: exit 3).")] = 600.0,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
-    max_seconds: Annotated[float | None, typer.Option(help="Wall-clock limit per spec, every phase included (reached -> exit 3).")] = None,
+    solver_timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", rich_help_panel=LIMITS, help="Limit per solver call (unknown: exit 3).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(
+        metavar="SECONDS", rich_help_panel=LIMITS, help="Wall-clock limit per spec (reached: exit 3).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        parser=inputs.output_dir("--out"), metavar="DIR", rich_help_panel=OUTPUT,
+        help="Folder for a counterexample (default: under counterexamples/).")] = None,
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
+    allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
     inputs.check_count("--max-k", max_k, 0)
@@ -345,16 +433,16 @@ def prove(
         free=tuple(free or ()), where=tuple(where or ()), max_k=max_k, spacer=spacer, spacer_timeout=spacer_timeout,
         reach_states=reach_states, max_domain=max_domain,
     )
-    raise typer.Exit(int(_check_all(specs, settings, "prove", junit, sarif, json_out, _print_prove)))
+    raise typer.Exit(int(_check_all(specs, settings, "prove", junit, sarif, json_out, _print_prove, allow_vacuous)))
 
 
-def _print_prove(outcome: Outcome, record: list[Any] | None) -> None:
+def _print_prove(outcome: Outcome, record: list[Any] | None, allow_vacuous: bool) -> None:
     """What ``ownership prove`` prints for one spec: the report and the files written."""
-    if not _print_report(outcome, record, derived=False):
+    if not _print_report(outcome, record, derived=False, allow_vacuous=allow_vacuous):
         return
     if outcome.trace_dir is not None:
         _write_error(outcome)
         typer.echo("  wrote " + ", ".join(str(p) for p in outcome.files))
-    _record(record, outcome)
+    _record(record, outcome, allow_vacuous)
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ownership import inputs
-from ownership.errors import ExitCode
+from ownership.core.result import CoverageKind
+from ownership.engines.registry import ALL, ENGINE_NAMES, ENGINES
+from ownership.errors import Code, ExitCode, OwnershipError
 
 
 def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict[str, int]:
@@ -16,27 +19,79 @@ def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict
 
 
 
+EngineName = enum.Enum("EngineName", {name: name for name in ENGINE_NAMES}, type=str)  # type: ignore[misc]
+"""``--engine``'s choices, built from the engine registry so ``--help`` lists exactly what runs."""
+DEFAULT_ENGINE = EngineName("explore")
+
+_KIND_WORDS = {
+    CoverageKind.EXHAUSTIVE: "every reachable state",
+    CoverageKind.BOUNDED: "Z3, up to a depth",
+    CoverageKind.PROOF: "Z3, any length",
+    CoverageKind.SAMPLED: "random interleavings",
+}
+
+
+def engine_help() -> str:
+    """``--engine``'s help: every registered engine with what it decides, then ``all``."""
+    each = [f"{name} ({_KIND_WORDS.get(engine.decides, engine.decides.value)})" for name, engine in ENGINES.items()]
+    return f"{', '.join(each)}, or {ALL.name} ({', '.join(ALL.engines)}, compared)."
+
+
+INSTANCE = "Instance"
+"""Help panels: options grouped by what they set, so ``--help`` reads at 80 columns."""
+SEARCH = "What to check"
+LIMITS = "Limits"
+RANDOM = "Random testing (--engine hypothesis)"
+PROOF = "Proof"
+OUTPUT = "Output"
+REPORTS = "Reports and exit status"
+
 ParamOpt = Annotated[
     list[str] | None,
-    typer.Option("--param", "-p", help="Set a spec parameter: NAME=VALUE (repeatable)."),
+    typer.Option("--param", "-p", metavar="NAME=VALUE", rich_help_panel=INSTANCE,
+                 help="Set a spec parameter (repeatable)."),
 ]
 JunitOpt = Annotated[
     Path | None,
-    typer.Option("--junit", parser=inputs.output_file("--junit"), help="Also write a JUnit XML report: a test case per spec and invariant, the trace as failure text."),
+    typer.Option("--junit", parser=inputs.output_file("--junit"), metavar="FILE", rich_help_panel=REPORTS,
+                 help="Also write a JUnit XML report."),
 ]
 SarifOpt = Annotated[
     Path | None,
-    typer.Option("--sarif", parser=inputs.output_file("--sarif"), help="Also write a SARIF 2.1.0 log: each violation at the spec line of the action that breaks it."),
+    typer.Option("--sarif", parser=inputs.output_file("--sarif"), metavar="FILE", rich_help_panel=REPORTS,
+                 help="Also write a SARIF 2.1.0 log."),
 ]
 MaxDomainOpt = Annotated[
     int,
-    typer.Option(help="Refuse instances with a domain or value set of more than this many elements "
-                      "(a typo such as -p pages=1000000000 would otherwise hang while the tables are built)."),
+    typer.Option(metavar="N", rich_help_panel=INSTANCE,
+                 help="Refuse a domain of more than N elements (a typo such as pages=1000000000 would hang)."),
 ]
 JsonOpt = Annotated[
     Path | None,
-    typer.Option("--json", parser=inputs.output_file("--json"), help="Also write machine-readable results: verdict, stop reason, coverage, statistics, files."),
+    typer.Option("--json", parser=inputs.output_file("--json"), metavar="FILE", rich_help_panel=REPORTS,
+                 help="Also write the results as JSON."),
 ]
+AllowVacuousOpt = Annotated[
+    bool,
+    typer.Option("--allow-vacuous", metavar="", rich_help_panel=REPORTS,
+                 help="Exit 0, not 3, for a vacuous safe verdict (an action never fired)."),
+]
+LibraryOpt = Annotated[
+    bool,
+    typer.Option("--library", help="Read the spec library installed with ownership, not a folder."),
+]
+DirArg = Annotated[Path | None, typer.Argument(metavar="DIR", help="Folder of spec files (default: specs).")]
+
+
+def spec_folder(directory: Path | None, library: bool) -> Path:
+    """The folder ``list`` and ``test`` read: DIR, the installed library with ``--library``, else ``specs``."""
+    if library:
+        if directory is not None:
+            raise OwnershipError(Code.BAD_OPTION, f"--library and the folder {directory} both say which specs to read; pass one")
+        from ownership.library import library_dir
+
+        return library_dir()
+    return Path("specs") if directory is None else directory
 
 
 def worse(a: ExitCode, b: ExitCode) -> ExitCode:

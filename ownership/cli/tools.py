@@ -10,17 +10,18 @@ from typing import Annotated, Any
 import typer
 
 from ownership import inputs, session
-from ownership.cli.common import MaxDomainOpt, ParamOpt, parse_params
+from ownership.cli.common import INSTANCE, DirArg, LibraryOpt, MaxDomainOpt, ParamOpt, parse_params, spec_folder
 from ownership.errors import Code, ExitCode, OwnershipError
 
 
 def list_specs(
-    directory: Annotated[Path, typer.Argument(help="Folder of spec files.")] = Path("specs"),
+    directory: DirArg = None,
+    library: LibraryOpt = False,
 ) -> None:
     """List specs with their summary, source, parameters, invariants and expected verdict."""
     from ownership.lang.loader import load_spec, spec_files
 
-    for path in spec_files(directory):
+    for path in spec_files(spec_folder(directory, library)):
         spec = load_spec(path)
         typer.echo(f"{spec.name}  ({path})")
         if spec.summary:
@@ -46,13 +47,13 @@ def list_specs(
 
 def mbt(
     spec_path: Annotated[Path, typer.Argument(metavar="SPEC", help="The spec the implementation must follow.")],
-    adapter: Annotated[str, typer.Option(help="The adapter: module:Class or path/to/file.py:Class.")],
+    adapter: Annotated[str, typer.Option(metavar="MODULE:CLASS", help="The adapter: module:Class or path/to/file.py:Class.")],
     param: ParamOpt = None,
     max_examples: Annotated[int, typer.Option(help="Number of random examples.")] = 100,
     steps: Annotated[int, typer.Option(help="Steps per example.")] = 30,
     seed: Annotated[int | None, typer.Option(help="Random seed (a run without one prints the seed it drew).")] = None,
     derandomize: Annotated[bool, typer.Option("--derandomize", help="Same examples on every run (CI mode).")] = False,
-    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), help="Directory for the spec side of a failing run (trace.json, picture).")] = None,
+    out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), metavar="DIR", help="Folder for the spec side of a failing run (trace.json, picture).")] = None,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Model-based test: drive an implementation and SPEC in lock step; fail at the first step they disagree."""
@@ -95,8 +96,8 @@ def mbt(
 
 
 def replay(
-    trace_file: Annotated[Path, typer.Argument(help="A trace.json written by `ownership check`.")],
-    spec_path: Annotated[Path | None, typer.Option("--spec", help="Spec file (default: the path recorded in the trace).")] = None,
+    trace_file: Annotated[Path, typer.Argument(metavar="TRACE", help="A trace.json written by `ownership check`.")],
+    spec_path: Annotated[Path | None, typer.Option("--spec", metavar="SPEC", help="Spec file (default: the path recorded in the trace).")] = None,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Re-execute a saved trace on its spec and confirm its violation (exit 0), or say where it diverges (exit 1)."""
@@ -146,9 +147,9 @@ def _locate_spec(recorded: str | None, trace_file: Path) -> Path:
 
 
 def render(
-    trace_file: Annotated[Path, typer.Argument(help="A trace.json written by `ownership check`.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="svg, png or dot.")] = "svg",
-    out: Annotated[Path | None, typer.Option("--out", "-o", parser=inputs.output_file("--out"), help="Output file (default: next to the trace).")] = None,
+    trace_file: Annotated[Path, typer.Argument(metavar="TRACE", help="A trace.json written by `ownership check`.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="svg|png|dot", help="Picture format.")] = "svg",
+    out: Annotated[Path | None, typer.Option("--out", "-o", parser=inputs.output_file("--out"), metavar="FILE", help="Output file (default: next to the trace).")] = None,
 ) -> None:
     """Redraw a saved trace as SVG, PNG or DOT."""
     from ownership.core.trace import Trace
@@ -182,11 +183,12 @@ def render(
 
 
 def graph(
-    spec_path: Annotated[Path, typer.Argument(help="Spec file.")],
-    out: Annotated[Path, typer.Option("--out", "-o", parser=inputs.output_file("--out"), help="Output file: .graphml, .gexf or .dot.")],
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC", help="Spec file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", parser=inputs.output_file("--out"), metavar="FILE", help="Output file: .graphml, .gexf or .dot.")],
     param: ParamOpt = None,
     max_states: Annotated[int, typer.Option(help="Refuse graphs with more states than this.")] = 200_000,
-    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry")] = True,
+    symmetry: Annotated[bool, typer.Option("--symmetry/--no-symmetry", rich_help_panel=INSTANCE,
+                                           help="Merge states equal up to renaming symmetric elements.")] = True,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
 ) -> None:
     """Export the reachable state graph (networkx) for other tools."""
@@ -196,17 +198,18 @@ def graph(
 
 
 def mutate(
-    spec_path: Annotated[Path, typer.Argument(help="Spec file whose own code is mutated.")],
-    engine: Annotated[str, typer.Option("--engine", "-e", help="Engine that checks each mutant: explore, bmc or hypothesis.")] = "explore",
+    spec_path: Annotated[Path, typer.Argument(metavar="SPEC", help="Spec file whose own code is mutated.")],
+    engine: Annotated[str, typer.Option("--engine", "-e", metavar="ENGINE",
+                                        help="Engine that checks each mutant: explore, bmc or hypothesis.")] = "explore",
     max_seconds_per_mutant: Annotated[float, typer.Option(
         "--max-seconds-per-mutant", min=0.001, help="Time limit per mutant (engine run and graph comparison).")] = 30.0,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Also write every mutant, its outcome and diff as JSON.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Also write every mutant, its outcome and diff as JSON.")] = None,
     param: ParamOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List killed and equivalent mutants too.")] = False,
 ) -> None:
-    """Mutation-test a spec: does it notice small faults in its own actions, helpers and invariants?
+    """Mutation-test a safe spec: does it notice small faults in its own actions, helpers and invariants?
 
-    Exit 0 when every non-equivalent mutant is killed or accepted by the spec, 1 when one survives.
+    Exit 0 when every mutant is killed, equivalent or accepted, 1 when one survives; a spec expecting a violation is refused.
     """
     import json
 
@@ -242,9 +245,10 @@ def validate(
     log_path: Annotated[Path, typer.Argument(metavar="LOG", help="The event log of the run (JSON lines, docs/event-log.md).")],
     max_gap: Annotated[int, typer.Option(help="Unlogged internal steps allowed between two logged events.")] = 2,
     max_configs: Annotated[int, typer.Option(help="Configurations (spec state + id bindings) kept per line; dropping some makes a rejection inconclusive.")] = 10_000,
-    unlogged: Annotated[list[str] | None, typer.Option("--unlogged", help="An event kind this log does not record (repeatable): its actions may run between logged events.")] = None,
+    unlogged: Annotated[list[str] | None, typer.Option("--unlogged", metavar="KIND", help="An event kind this log does not record (repeatable): its actions may run between logged events.")] = None,
     param: ParamOpt = None,
-    json_out: Annotated[Path | None, typer.Option("--json", parser=inputs.output_file("--json"), help="Also write the result as JSON: verdict, configurations, and for a rejection the line, states and candidates (docs/validate.md).")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", parser=inputs.output_file("--json"), metavar="FILE", help="Also write the result as JSON (docs/validate.md).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="For a rejection, also print the spec states before it, every candidate per state and the raw event.")] = False,
 ) -> None:
     """Check a recorded event log against SPEC: VALIDATED (exit 0), or REJECTED at the first line no behaviour explains (exit 1)."""
     from ownership.session.validate import validate as run_validate
@@ -267,7 +271,7 @@ def validate(
     result = run_validate(spec_path, log_path, ValidateOptions(max_gap=max_gap, max_configs=max_configs,
                                                                   unlogged=tuple(unlogged or ())), params,
                           progress)
-    for line in text_report(result):
+    for line in text_report(result, verbose=verbose):
         typer.echo(line)
     if json_out is not None:
         import json

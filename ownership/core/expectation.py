@@ -18,9 +18,12 @@ invariants are *undecided*, never reported as holding.
 
 A safe result qualified by a vacuity warning (an action that never fired and
 that the spec does not declare ``may_be_dead``, a function that looks like an
-unregistered action, an allocation larger than its pool) fails
-``ownership test``: every invariant's outcome says why.  The spec's own
-warnings fail an expected violation too.  ``ownership check`` only warns.
+unregistered action, an allocation larger than its pool) is *vacuous*, and a
+vacuous verdict is never a pass: ``ownership test`` fails it ("expected safe,
+got a vacuous safe verdict (action cleanup never fired)"), and ``ownership
+check`` and ``prove`` report it inconclusive (exit 3, each invariant
+``inconclusive``) unless the user passes ``--allow-vacuous``, which keeps the
+warning and passes.  The spec's own warnings fail an expected violation too.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import enum
 from dataclasses import dataclass
 
 from ownership.core.result import CheckResult, StopReason, Verdict
-from ownership.errors import Code
 from ownership.lang.declarations import Expect
 
 DEADLOCK = "deadlock"
@@ -46,47 +48,62 @@ class Judgement:
     got: str
     """``safe`` or ``violates X`` (``violates deadlock`` for a deadlock)."""
     reason: str = ""
-    """Why a result that found no violation still fails (``not exhaustive: ...``); empty otherwise."""
+    """What to do when ``got`` is a vacuous safe verdict (declare the action ``may_be_dead``); empty otherwise."""
 
 
 def got_text(result: CheckResult) -> str:
-    """``safe`` or ``violates X``: what the check found, in the words of ``expect=``."""
-    return "safe" if result.violated is None else f"violates {result.violated}"
+    """What the check found, in the words of ``expect=``: ``safe``, ``violates X`` or what kept it from either.
+
+    ``safe`` means exactly a PROVED verdict nothing qualifies; a vacuous one
+    reads ``a vacuous safe verdict (action cleanup never fired)``, so that
+    ``expected safe, got ...`` never repeats the word it is failing.
+    """
+    phrases = result.vacuity_phrases()
+    why = "; ".join(phrases)
+    if result.violated is not None:
+        found = f"violates {result.violated}"
+        return f"{found} with {'a warning' if len(phrases) == 1 else 'warnings'} ({why})" if why else found
+    if result.stop_reason is StopReason.NOTHING_ENABLED:
+        return "an inconclusive verdict (no action is enabled in the initial state)"
+    if result.verdict is Verdict.UNKNOWN:
+        return f"an inconclusive verdict ({result.stop_reason.value})"
+    if result.verdict is Verdict.BOUNDED_OK:
+        bound = "random testing" if result.sampled else result.stop_reason.value
+        return f"no violation, but not exhaustive ({bound})" + (f"; vacuous ({why})" if why else "")
+    return f"a vacuous safe verdict ({why})" if why else "safe"
 
 
 def vacuity_reason(result: CheckResult) -> str:
-    """Why ``ownership test`` does not accept this result as it stands (empty: nothing qualifies it)."""
-    warnings = result.vacuity()
-    if not warnings:
+    """Why a result is vacuous, and the way out (empty: nothing qualifies it)."""
+    phrases = result.vacuity_phrases()
+    if not phrases:
         return ""
-    dead = [w.subject for w in warnings if w.code is Code.DEAD_ACTION]
-    parts = []
-    if dead:
-        parts.append(f"vacuous: action{'' if len(dead) == 1 else 's'} {', '.join(dead)} never fired "
-                     '(declare @spec.action(may_be_dead="why") if intended)')
-    others = [w for w in warnings if w.code not in (Code.DEAD_ACTION, Code.NOTHING_ENABLED)]
-    if others:
-        parts.append("; ".join(f"warning[{w.code.label}] {w.code.value[1]}: {w.subject}" for w in others))
-    return "; ".join(parts)
+    hint = ""
+    if result.dead_actions() and result.safe:
+        hint = ' (declare @spec.action(may_be_dead="why") if intended)'
+    return f"vacuous: {'; '.join(phrases)}{hint}"
 
 
 def judge(expect: Expect, result: CheckResult) -> Judgement:
-    """The pass/fail decision of ``ownership test`` for one spec."""
+    """The pass/fail decision of ``ownership test`` for one spec.
+
+    ``reason`` is set only when ``got`` alone does not say how to pass: the
+    ``may_be_dead`` declaration for a dead action.
+    """
     got = got_text(result)
     vacuous = vacuity_reason(result)
+    hint = 'declare @spec.action(may_be_dead="why") if intended' if result.safe and result.dead_actions() else ""
     if expect.safe:
         if result.violated is not None:
             return Judgement(False, expect.describe(), got)
-        if result.stop_reason is StopReason.NOTHING_ENABLED:
-            return Judgement(False, expect.describe(), got, "vacuous: no action is enabled in the initial state")
         if result.verdict is not Verdict.PROVED:
             # A bounded or interrupted search says nothing about longer interleavings.
-            return Judgement(False, expect.describe(), got, f"not exhaustive: {result.stop_reason.value}")
+            return Judgement(False, expect.describe(), got)
         if vacuous:
-            return Judgement(False, expect.describe(), got, vacuous)
+            return Judgement(False, expect.describe(), got, hint)
         return Judgement(True, expect.describe(), got)
     if result.violated == expect.violates and vacuous:
-        return Judgement(False, expect.describe(), got, vacuous)
+        return Judgement(False, expect.describe(), got)
     return Judgement(result.violated == expect.violates, expect.describe(), got)
 
 
@@ -127,11 +144,14 @@ def _violation_line(result: CheckResult) -> str:
     return f"{result.violated} is violated {where} ({n}-step counterexample; {result.coverage()})"
 
 
-def invariant_outcomes(result: CheckResult, expect: Expect | None = None) -> tuple[InvariantOutcome, ...]:
+def invariant_outcomes(result: CheckResult, expect: Expect | None = None, *,
+                       allow_vacuous: bool = False) -> tuple[InvariantOutcome, ...]:
     """One outcome per checked invariant (see the module docstring for the rules).
 
     With ``expect`` the outcomes follow :func:`judge`: the judgement is ok
-    exactly when no outcome is ``FAILED``.
+    exactly when no outcome is ``FAILED``.  Without it they follow the exit
+    status of ``check``: a vacuous verdict is ``INCONCLUSIVE`` unless
+    ``allow_vacuous`` (``--allow-vacuous``).
     """
     names = checked_names(result)
     if expect is not None and expect.violates is not None and expect.violates not in names:
@@ -173,7 +193,11 @@ def invariant_outcomes(result: CheckResult, expect: Expect | None = None) -> tup
                 # `ownership test` fails a qualified verdict: say so on every invariant it would pass.
                 status = Status.FAILED
                 message = f"{vacuous}: {message}"
-            else:
+            elif allow_vacuous:
                 message = f"warning: {vacuous}: {message}"
+            else:
+                # `check` exits 3 for a vacuous verdict: the invariant is not known to hold.
+                status = Status.INCONCLUSIVE
+                message = f"{vacuous}: {message}"
         out.append(InvariantOutcome(name, status, message))
     return tuple(out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,19 @@ class Progress:
 
 ProgressFn = Callable[[Progress], None]
 """What an engine calls with each :class:`Progress` report."""
+
+
+class PhasedProgress(Protocol):
+    """A :data:`ProgressFn` that is also told when a command moves to its next phase.
+
+    A command that runs several steps (``preflight``: reading the logs,
+    mapping, the analysis, the remedy's re-check) names each with
+    :meth:`phase`; the engines it runs get the same object as their
+    :data:`ProgressFn`, so their reports are shown under the phase's name.
+    """
+
+    def phase(self, name: str) -> None:
+        """The command has started ``name``; engine reports that follow belong to it."""
+
+    def __call__(self, p: Progress) -> None:
+        """An engine's report, as for :data:`ProgressFn`."""

@@ -130,6 +130,14 @@ def dead_action_warning(a: ActionCoverage) -> SpecWarning:
     )
 
 
+_WARNING_PHRASES = {
+    Code.UNREGISTERED_ACTION: "function {subject} is not a registered action",
+    Code.ALLOC_EXCEEDS_POOL: "{subject} asks for more pages than the pool has",
+    Code.NOTHING_ENABLED: "no action of {subject} is enabled in the initial state",
+}
+"""The short phrase of each warning that qualifies a verdict (others: ``subject: the code's title``)."""
+
+
 class CoverageKind(enum.Enum):
     """What kind of coverage an engine gives: what a verdict without a violation can claim."""
 
@@ -202,7 +210,19 @@ class CheckResult:
 
     @property
     def exit_code(self) -> ExitCode:
-        return self.verdict.exit_code
+        """The verdict's exit status; a vacuous safe verdict is inconclusive (3), never a pass.
+
+        A safe verdict that did not see part of the spec (:meth:`vacuity`)
+        says nothing about that part, so it is not reported as safe: the
+        commands exit 3 for it unless the user opts in (``--allow-vacuous``,
+        :meth:`exit_code_allowing`) or the spec declares the action
+        ``may_be_dead``.
+        """
+        return ExitCode.INCONCLUSIVE if self.vacuous else self.verdict.exit_code
+
+    def exit_code_allowing(self, allow_vacuous: bool) -> ExitCode:
+        """:attr:`exit_code`, or the bare verdict's status when the user accepts vacuous verdicts."""
+        return self.verdict.exit_code if allow_vacuous else self.exit_code
 
     @property
     def safe(self) -> bool:
@@ -233,18 +253,40 @@ class CheckResult:
         """A safe verdict qualified by a warning: ``ownership test`` fails on it."""
         return self.safe and bool(self.vacuity())
 
+    def vacuity_phrases(self) -> tuple[str, ...]:
+        """What makes this result vacuous, in short phrases: ``action cleanup never fired``, ...
+
+        The one wording every surface uses (the headline, ``ownership test``,
+        the CI reports, the HTML badge's title); empty when nothing qualifies
+        the verdict.
+        """
+        out: list[str] = []
+        dead = self.dead_actions() if self.safe else ()
+        if dead:
+            word = "never fired" if all(a.complete or a.measured is Measure.SAMPLED for a in dead) else "not seen to fire"
+            names = ", ".join(a.name for a in dead)
+            out.append(f"action{'' if len(dead) == 1 else 's'} {names} {word}")
+        for w in self.warnings:
+            out.append(_WARNING_PHRASES.get(w.code, "{subject}: " + w.code.value[1]).format(subject=w.subject))
+        return tuple(out)
+
     def qualifier(self) -> str:
-        """``vacuous: 1 action never fired`` (empty when nothing qualifies the verdict)."""
+        """``vacuous: 1 action never fired: cleanup`` (empty when nothing qualifies the verdict).
+
+        The headline's parenthesis after PROVED or BOUNDED_OK: the verdict
+        keeps its word, the qualifier says what it did not see.
+        """
         parts: list[str] = []
         dead = self.dead_actions() if self.safe else ()
         if dead:
             word = "never fired" if all(a.complete or a.measured is Measure.SAMPLED for a in dead) else "not seen to fire"
-            parts.append(f"vacuous: {len(dead)} action{'' if len(dead) == 1 else 's'} {word}")
+            parts.append(f"{len(dead)} action{'' if len(dead) == 1 else 's'} {word}: {', '.join(a.name for a in dead)}")
         if self.warnings:
             n = len(self.warnings)
             more = "more " if parts else ""
-            parts.append(f"{n} {more}warning{'' if n == 1 else 's'}")
-        return "; ".join(parts)
+            codes = ", ".join(dict.fromkeys(w.code.label for w in self.warnings))
+            parts.append(f"{n} {more}warning{'' if n == 1 else 's'}: {codes}")
+        return "vacuous: " + "; ".join(parts) if parts else ""
 
     def coverage(self) -> str:
         """One sentence saying exactly what was checked."""

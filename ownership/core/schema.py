@@ -4,9 +4,11 @@
 when the trace is built: each action's source line and summary, the spec's
 summary and, for a spec with page pools, the request domain, each pool's
 variables and pages, the per-request variables and the ghosts.  In
-``trace.json`` it is the object ``extra.schema``; :meth:`TraceSchema.from_json`
-checks a hand-edited one (a schema of the wrong shape would otherwise crash a
-renderer) and :meth:`TraceSchema.to_json` writes it back key for key.
+``trace.json`` it is the object ``extra.schema``, whose shape
+``ownership/schemas/trace.schema.json`` publishes; :meth:`TraceSchema.from_json`
+checks a hand-edited one against it (a schema of the wrong shape would
+otherwise crash a renderer) and :meth:`TraceSchema.to_json` writes it back key
+for key.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ownership.core import formats
 
 
 @dataclass(frozen=True)
@@ -97,10 +101,15 @@ class TraceSchema:
 
     @staticmethod
     def from_json(data: Any) -> TraceSchema:
-        """The schema in ``data``; raises ``ValueError`` saying what is wrong with a malformed one."""
-        problem = _problem(data)
-        if problem:
-            raise ValueError(problem)
+        """The schema in ``data``; raises ``ValueError`` saying what is wrong with a malformed one.
+
+        Its shape is ``$defs/trace_schema`` of the published trace schema, which
+        :meth:`Trace.from_json` checks with the whole trace; this checks again
+        for a schema read on its own.
+        """
+        problem = formats.problem("trace", data, "trace_schema")
+        if problem is not None:
+            raise ValueError(problem.sentence("the schema", prefix=False))
         if not data:
             return UNKNOWN_SCHEMA
 
@@ -137,48 +146,3 @@ def _pool_json(p: PoolSchema) -> dict[str, Any]:
 
 UNKNOWN_SCHEMA = TraceSchema(known=False)
 """The schema of a trace that stores none (hand-written, or from a tool that does not write one)."""
-
-
-def _problem(schema: Any) -> str | None:
-    """What is wrong with a stored schema, or ``None``."""
-    if not isinstance(schema, dict):
-        return "not an object"
-
-    def strings(value: Any) -> bool:
-        return isinstance(value, list) and all(isinstance(x, str) for x in value)
-
-    for key in ("requests", "per_request", "ghosts"):
-        if key in schema and schema[key] is not None and not strings(schema[key]):
-            return f"{key!r} must be a list of names"
-    for key in ("request_domain", "summary"):
-        if schema.get(key) is not None and not isinstance(schema[key], str):
-            return f"{key!r} must be a string"
-    pools = schema.get("pools")
-    if pools is not None:
-        if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
-            return "'pools' must be a list of objects"
-        for p in pools:
-            if not strings(p.get("pages", [])):
-                return "a pool's 'pages' must be a list of names"
-            for key in ("name", "free", "holders", "slot", "content"):
-                if p.get(key) is not None and not isinstance(p[key], str):
-                    return f"a pool's {key!r} must be a string"
-            marks = p.get("marks")
-            if marks is not None:
-                if not isinstance(marks, list) or not all(
-                    isinstance(m, dict) and all(isinstance(m.get(k), str) for k in ("var", "role", "label"))
-                    for m in marks
-                ):
-                    return "a pool's 'marks' must be a list of objects with string 'var', 'role' and 'label'"
-                if any(m["role"] not in MARK_ROLES for m in marks):
-                    return f"a mark's 'role' must be one of {', '.join(MARK_ROLES)}"
-    actions = schema.get("actions")
-    if actions is not None:
-        if not isinstance(actions, dict) or not all(isinstance(a, dict) for a in actions.values()):
-            return "'actions' must map action names to objects"
-        for a in actions.values():
-            if a.get("line") is not None and (isinstance(a["line"], bool) or not isinstance(a["line"], int)):
-                return "an action's 'line' must be an integer"
-            if a.get("doc") is not None and not isinstance(a["doc"], str):
-                return "an action's 'doc' must be a string"
-    return None

@@ -21,6 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ownership.core import formats
 from ownership.core.events import Event
 from ownership.core.schema import UNKNOWN_SCHEMA, TraceSchema
 from ownership.errors import Code, OwnershipError
@@ -124,7 +125,7 @@ class Trace:
 
     @staticmethod
     def from_json(data: Any, source: str = "<trace>") -> Trace:
-        """Parse a trace; malformed input raises :class:`OwnershipError` (OWN020)."""
+        """Parse a trace; input that breaks ``ownership/schemas/trace.schema.json`` raises OWN020 naming the field."""
 
         def bad(msg: str) -> OwnershipError:
             return OwnershipError(Code.TRACE_CORRUPT, msg, source)
@@ -132,55 +133,35 @@ class Trace:
         if not isinstance(data, dict):
             raise bad("top level is not a JSON object")
         if data.get("format") != TRACE_FORMAT:
+            # Before the schema: the likeliest wrong file is the ITF export next to the trace.
             raise bad(f"format is {data.get('format')!r}, expected {TRACE_FORMAT!r} (ITF files are for other tools)")
-        if data.get("version") != TRACE_VERSION:
-            raise bad(f"unsupported trace version {data.get('version')!r}")
-        for key, kind in (("spec", str), ("params", dict), ("initial", dict), ("steps", list)):
-            if not isinstance(data.get(key), kind):
-                raise bad(f"field {key!r} missing or not a {kind.__name__}")
-        steps: list[Step] = []
-        for i, raw in enumerate(data["steps"], start=1):
-            if not isinstance(raw, dict):
-                raise bad(f"step {i} is not an object")
-            try:
-                steps.append(
-                    Step(
-                        action=str(raw["action"]),
-                        args=tuple(raw.get("args", [])),
-                        picks=tuple(raw.get("picks", [])),
-                        events=tuple(Event.from_json(e) for e in raw.get("events", [])),
-                        state=dict(raw["state"]),
-                    )
-                )
-            except (KeyError, TypeError, ValueError) as exc:
-                raise bad(f"step {i}: {type(exc).__name__}: {exc}") from None
-        params = data["params"]
-        if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in params.items()):
-            raise bad("params must map names to integers")
-        extra = data.get("extra", {})
-        if extra is None:
-            extra = {}
-        if not isinstance(extra, dict):
-            raise bad("field 'extra' must be an object")
-        try:
-            schema = TraceSchema.from_json(extra.get("schema", {}))
-        except ValueError as exc:
-            raise bad(f"field extra.schema: {exc}") from None
+        problem = formats.problem("trace", data)
+        if problem is not None:
+            raise bad(_sentence(problem))
+        extra = data.get("extra") or {}
         if extra.get("deadlock") and extra.get("cti"):
-            raise bad("field 'extra' marks the trace as both a deadlock and a counterexample to induction")
+            raise bad("field extra marks the trace as both a deadlock and a counterexample to induction")
+        steps = tuple(
+            Step(
+                action=raw["action"],
+                args=tuple(raw.get("args", [])),
+                picks=tuple(raw.get("picks", [])),
+                events=tuple(Event.from_json(e) for e in raw.get("events", [])),
+                state=dict(raw["state"]),
+            )
+            for raw in data["steps"]
+        )
         trace_kind = TraceKind.DEADLOCK if extra.get("deadlock") else (TraceKind.CTI if extra.get("cti") else TraceKind.COUNTEREXAMPLE)
-        if data.get("violation") is not None and not isinstance(data["violation"], str):
-            raise bad("field 'violation' must be an invariant name or null")
         return Trace(
             spec=data["spec"],
             spec_path=data.get("spec_path"),
-            params=params,
+            params={name: int(value) for name, value in data["params"].items()},  # JSON Schema counts 2.0 as an integer
             initial=data["initial"],
-            steps=tuple(steps),
+            steps=steps,
             violation=data.get("violation"),
-            engine=str(data.get("engine", "")),
+            engine=data.get("engine", ""),
             kind=trace_kind,
-            schema=schema,
+            schema=TraceSchema.from_json(extra.get("schema", {})),
         )
 
     @staticmethod
@@ -217,3 +198,11 @@ def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[
     for name in before:
         walk(name, before[name], after.get(name), [])
     return out
+
+
+def _sentence(problem: formats.Problem) -> str:
+    """A schema error in a trace, a step's fields numbered as the trace table numbers steps (from 1)."""
+    path = problem.path
+    if len(path) >= 2 and path[0] == "steps" and isinstance(path[1], int):
+        return formats.Problem(path[2:], problem.what).sentence(f"step {path[1] + 1}")
+    return problem.sentence("the trace", prefix=False)

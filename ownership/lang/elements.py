@@ -22,13 +22,11 @@ JSON keep ints.  The vocabulary is trusted code and unwraps with :func:`ix`.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, NoReturn
 
 from ownership.errors import Code, OwnershipError
-
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ownership.library import is_checker_code
 
 
 def spec_frame_location(skip: int = 2) -> tuple[str | None, int | None]:
@@ -37,7 +35,7 @@ def spec_frame_location(skip: int = 2) -> tuple[str | None, int | None]:
     first = frame
     while frame is not None:
         name = frame.f_code.co_filename
-        if not os.path.abspath(name).startswith(_OWN_DIR + os.sep) and not name.startswith("<"):
+        if not is_checker_code(name) and not name.startswith("<"):
             return name, frame.f_lineno
         frame = frame.f_back
     return (first.f_code.co_filename, first.f_lineno) if first is not None else (None, None)

@@ -10,7 +10,6 @@ trace, draw choices at random or stop at the first outcome.
 
 from __future__ import annotations
 
-import os
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 from ownership.errors import OwnershipError
 from ownership.lang.declarations import Action
 from ownership.lang.guard import Disabled
+from ownership.library import is_checker_code
 
 if TYPE_CHECKING:
     from ownership.core.events import Event
     from ownership.lang.instance import State, View
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-"""The ``ownership`` package's folder: frames outside it are spec code."""
 AUDIT_FIRST = 32
 """Expansions whose every action :meth:`Instance.expand` runs twice (the determinism audit)..."""
 AUDIT_EVERY = 64
@@ -259,7 +257,7 @@ class Successors:
             ai.action.fn(view, *ai.call)
         except Disabled as exc:
             for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-                if not os.path.abspath(frame.filename).startswith(_PACKAGE + os.sep):
+                if not is_checker_code(frame.filename):
                     return frame.filename, frame.lineno or 0, (frame.line or "").strip()
         except Exception:  # noqa: BLE001 - only asked where a guard failed; running it for real reports errors
             return None

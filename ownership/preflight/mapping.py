@@ -46,12 +46,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ownership.preflight.admission import FORMULAS, INPUT_RESERVE, Formula, max_req_input_len
 from ownership.preflight.readers import NodeConfig
 
 #: Pages of the largest pool in the scaled instance (4 keeps an incident-sized check to seconds).
 MAX_PAGES = 4
-#: Tokens the scheduler keeps back from ``max_req_len`` (``max_req_input_len = max_req_len - 5``).
-INPUT_RESERVE = 5
 
 
 @dataclass(frozen=True)
@@ -62,19 +61,27 @@ class Limit:
     how: str
 
     @staticmethod
-    def of(node: NodeConfig, context_len: int | None = None) -> Limit:
-        """The node's ``max_req_input_len``, at its own context length or at ``context_len``."""
+    def of(node: NodeConfig, context_len: int | None = None, formula: Formula | None = None) -> Limit:
+        """The node's ``max_req_input_len``, at its own context length or at ``context_len``.
+
+        ``formula`` is the node's release's (:mod:`.admission`); without one,
+        the formula every release up to 0.5.16 uses.
+        """
         ctx = node.context_len if context_len is None else context_len
-        computed = min(ctx - 1, node.pool_tokens - 1) - INPUT_RESERVE
+        formula = formula or FORMULAS[0]
+        computed = max_req_input_len(formula, ctx, node.pool_tokens, node.dcp_size)
         if node.max_req_input_len is not None and context_len is None:
             return Limit(node.max_req_input_len, f"max_req_input_len {node.max_req_input_len:,} "
                          f"({node.where('max_req_input_len')})")
         if node.max_req_input_len is not None:  # the reserve the node reported, applied at the new context
-            reserve = min(node.context_len - 1, node.pool_tokens - 1) - node.max_req_input_len
-            computed = min(ctx - 1, node.pool_tokens - 1) - reserve
+            at_own = max_req_input_len(formula, node.context_len, node.pool_tokens, node.dcp_size)
+            computed -= at_own - node.max_req_input_len
         where = sorted({node.where("context_len"), node.where("max_total_num_tokens")})
-        return Limit(computed, f"min(context_len {ctx:,} - 1, max_total_num_tokens {node.pool_tokens:,} - 1) - "
-                     f"{INPUT_RESERVE} = {computed:,} ({', '.join(where)})")
+        pool = f"max_total_num_tokens {node.pool_tokens:,}"
+        if formula.times_dcp and node.dcp_size != 1:
+            pool += f" * dcp_size {node.dcp_size}"
+        return Limit(computed, f"min(context_len {ctx:,} - 1, {pool} - 1) - {INPUT_RESERVE} = {computed:,} "
+                     f"({', '.join(where)}; the release's pool term: {formula.pool_term}, {formula.where})")
 
 
 @dataclass(frozen=True)
@@ -106,9 +113,29 @@ def scaled_page_size(real: int, lp: int, ld: int, max_pages: int = MAX_PAGES) ->
     return max(real, min(-(-largest // max_pages), min(lp, ld) - 1))
 
 
-def spec_params(lp: int, ld: int, real_page_size: int, max_pages: int = MAX_PAGES) -> Mapped:
-    """Parameters of the sglang_disagg specs whose limits are ``lp`` (prefill) and ``ld`` (decode)."""
+def spec_params(lp: int, ld: int, real_page_size: int, max_pages: int = MAX_PAGES,
+                switches: dict[str, int] | None = None) -> Mapped:
+    """Parameters of the sglang_disagg specs whose limits are ``lp`` (prefill) and ``ld`` (decode).
+
+    ``switches`` are the spec's 0/1 parameters for the nodes' settings
+    (``prefill_auto_truncate``, ``decode_auto_truncate``, ``kv_checksum``).
+    With prefill truncating, whether decode can need more pages than a
+    truncated prompt fills turns on page rounding (``ceil(Lp / page) *
+    page`` against decode's longest length); the page size is scaled only
+    when the scaled size keeps that comparison as the real one decides it.
+    """
+    switches = dict(switches or {})
     s = scaled_page_size(real_page_size, lp, ld, max_pages)
+    if switches.get("prefill_auto_truncate") and s != real_page_size:
+        longest_decode = ld if switches.get("decode_auto_truncate") else ld - 1
+
+        def needs_more(size: int) -> bool:
+            return -(-lp // size) * size < longest_decode
+
+        if needs_more(real_page_size) and not needs_more(s):
+            s = _rounding_divisor(lp, real_page_size, min(lp, ld)) or real_page_size
+        elif needs_more(s) and not needs_more(real_page_size):
+            s = -(-s // real_page_size) * real_page_size  # a multiple of the real page rounds up at least as far
     params = {
         "requests": 2,
         "page_size": s,
@@ -117,11 +144,29 @@ def spec_params(lp: int, ld: int, real_page_size: int, max_pages: int = MAX_PAGE
         "decode_pool_tokens": ld + 1,
         # the earlier request, whose KV the long one may read: one page, admitted by both nodes
         "short_prompt_tokens": max(1, min(s, min(lp, ld) - 1)),
+        **switches,
     }
     return Mapped(params, real_page_size, s)
 
 
-def context_to_close(prefill: NodeConfig, decode: NodeConfig) -> int | None:
+def _rounding_divisor(lp: int, real: int, below: int) -> int | None:
+    """The largest page size under ``below`` at which ``lp`` tokens round up to the same end as at ``real``.
+
+    A divisor ``s`` of ``R = ceil(lp / real) * real`` with ``s > R - lp``
+    rounds ``lp`` up to exactly ``R``; the largest gives the fewest pages.
+    """
+    end = -(-lp // real) * real
+    divisors: set[int] = set()
+    i = 1
+    while i * i <= end:
+        if end % i == 0:
+            divisors.update((i, end // i))
+        i += 1
+    fits = [s for s in divisors if end - lp < s < below and s >= real]
+    return max(fits, default=None)
+
+
+def context_to_close(prefill: NodeConfig, decode: NodeConfig, formula: Formula | None = None) -> int | None:
     """The largest ``--context-length`` (at most the current one) at which both nodes admit the same prompts.
 
     The spec's unsafe prompts lie between the two limits (rejected by one node,
@@ -132,7 +177,7 @@ def context_to_close(prefill: NodeConfig, decode: NodeConfig) -> int | None:
     lo, hi = 2, min(prefill.context_len, decode.context_len)
 
     def closed(c: int) -> bool:
-        return Limit.of(prefill, c).tokens == Limit.of(decode, c).tokens
+        return Limit.of(prefill, c, formula).tokens == Limit.of(decode, c, formula).tokens
 
     if closed(hi):
         return hi

@@ -55,7 +55,8 @@ _VLLM_KV = re.compile(r"KV cache size: (\S+) tokens, Maximum concurrency for (\S
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+(?:_\d+)*)(?:\.\d*)?(?:[eE][+-]?\d+)?")
 #: The server-argument fields preflight reads (names as in SGLang's ServerArgs).
 SERVER_ARG_KEYS = ("context_length", "page_size", "disaggregation_mode", "disaggregation_transfer_backend",
-                   "allow_auto_truncate")
+                   "allow_auto_truncate", "disaggregation_enable_kv_checksum", "dcp_size", "enable_kv_cache_sharding",
+                   "dllm_algorithm")
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,12 @@ class NodeConfig:
     transfer_backend: str | None = None
     allow_auto_truncate: bool = False
     lines: dict[str, int] = field(default_factory=dict)
+    kv_checksum: bool = False
+    """``--disaggregation-enable-kv-checksum`` (SGLang 0.5.21+; absent from older releases' arguments)."""
+    dcp_size: int = 1
+    """``--dcp-size``: decode context parallelism, which multiplies the admission limit (SGLang 0.5.17-0.5.20)."""
+    unprinted_limit_terms: tuple[str, ...] = ()
+    """Settings on which the node's admission limit depends that no log prints (KV-cache sharding, a dLLM)."""
 
     def where(self, key: str) -> str:
         """``file:line`` of the line a value was read from (the file alone if unknown)."""
@@ -298,7 +305,11 @@ def _sglang(file: str, seen: _Seen, context_len: int, pool: int, limit: int | No
                              seen.lines.get("page_size"))
     mode = v.get("disaggregation_mode") or "null"
     return NodeConfig("sglang", file, str(mode), context_len, pool, page, limit, version,
-                      v.get("disaggregation_transfer_backend"), bool(v.get("allow_auto_truncate")), dict(seen.lines))
+                      v.get("disaggregation_transfer_backend"), bool(v.get("allow_auto_truncate")), dict(seen.lines),
+                      kv_checksum=bool(v.get("disaggregation_enable_kv_checksum")),
+                      dcp_size=int(v.get("dcp_size") or 1),
+                      unprinted_limit_terms=tuple(
+                          f"{k}={v[k]!r}" for k in ("enable_kv_cache_sharding", "dllm_algorithm") if v.get(k)))
 
 
 def _vllm(file: str, seen: _Seen) -> NodeConfig:

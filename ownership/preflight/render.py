@@ -34,7 +34,7 @@ def _covered(a: Analysis, r: Preflight) -> str:
     scale = (f"page size {m.real_page_size:,} scaled to {m.page_size:,}" if m.page_size != m.real_page_size
              else f"page size {m.page_size:,}")
     return (f"{a.states:,} distinct states, {a.transitions:,} transitions (explore, prompt_tokens symbolic: every "
-            f"prompt length up to the context at once; {scale}: prefill {pages[0]} pages, decode {pages[1]} pages), "
+            f"prompt length up to the context at once; {scale}: prefill {pages[0]:,} pages, decode {pages[1]:,} pages), "
             f"{a.seconds:.1f}s; {_actions(a)}")
 
 
@@ -46,15 +46,50 @@ def _actions(a: Analysis) -> str:
     return f"{len(a.fired)} of {total} actions fired (never: {', '.join(a.unfired)})"
 
 
-def text(r: Preflight) -> list[str]:
-    """The report as lines: the verdict first, then why, the remedy, what was covered and how to reproduce it."""
+def _needed(r: Preflight) -> str:
+    """What a NOT COVERED deployment would need for a verdict, in one clause."""
     d = r.deployment
-    engine = d.prefill.engine
-    head = f"{r.status.name.replace('_', ' ')}  {engine} {d.version or '(version unknown)'}"
-    head += " prefill/decode disaggregation" if d.decode is not None and d.prefill.role != "null" else ""
-    out = [head]
+    if d.prefill.engine == "vllm":
+        held = "passed" if _vllm_pools_fit(r) else "failed"
+        return f"a spec of vLLM's admission of over-long prompts (the library has none); its KV cache check {held}"
+    if d.decode is None or d.prefill.role == "null":
+        return "a spec of one SGLang node, which the library lacks; its specs model a prefill/decode pair (--prefill, --decode)"
+    version = releases.parse_version(d.version or "")
+    if version is not None and releases.release_for("sglang", version) is None:
+        return f"a row of the release table for SGLang {d.version} (its code re-read and a spec that models it)"
+    return "a spec of each path named below, or a deployment that does not take them"
+
+
+def _vllm_pools_fit(r: Preflight) -> bool:
+    """Each node's KV cache holds one request of its max_model_len: the condition vLLM checks before it starts."""
+    return all(n.pool_tokens >= n.context_len for _, n in _nodes(r))
+
+
+def headline(r: Preflight) -> str:
+    """The report's first line: the verdict and what to do about it."""
+    if r.status is Status.SAFE:
+        line = "SAFE: deploy: at these numbers no prompt length up to the context leaks KV between requests"
+        if r.release is not None and r.release.vulnerable:
+            line += "; this release has the leak, so keep --context-length at most the smaller pool after any change"
+        return line
+    if r.status is Status.UNSAFE:
+        remedies = [m.action.split(" (", 1)[0] for m in r.remedies]
+        what = ", or ".join(remedies) if remedies else "no remedy found; see the leaking prompt range below"
+        return f"UNSAFE: do not deploy: {what}"
+    if r.status is Status.NOT_COVERED:
+        return f"NOT COVERED: no verdict: needs {_needed(r)}"
+    took = f" after {r.analysis.seconds:,.0f}s" if r.analysis is not None else ""
+    return f"UNKNOWN: no verdict: the analysis stopped{took}; run again with a larger --max-seconds"
+
+
+def text(r: Preflight) -> list[str]:
+    """The report as lines: what to do first, then the deployment, why, the remedy, what was covered, how to reproduce."""
+    d = r.deployment
+    what = f"  {d.prefill.engine} {d.version or '(version unknown)'}"
+    what += " prefill/decode disaggregation" if d.decode is not None and d.prefill.role != "null" else ""
+    out = [headline(r), what]
     for name, node in _nodes(r):
-        page = f", page_size {node.page_size}" if node.page_size is not None else ""
+        page = f", page_size {node.page_size:,}" if node.page_size is not None else ""
         out.append(f"  {name}: {node.file}: context {node.context_len:,} tokens, KV pool {node.pool_tokens:,} "
                    f"tokens{page}")
     out.append(f"  version {d.version} from {d.version_from}" if d.version else "  version not given")
@@ -66,15 +101,10 @@ def text(r: Preflight) -> list[str]:
     if r.status is Status.UNSAFE:
         a = r.analysis
         violated = a.violated if a is not None else None
-        if r.leaking is not None and r.limits is not None:
+        if r.leaking is not None:
             lo, hi = r.leaking
-            if lo == r.limits[0].tokens:
-                how = ("prefill rejects them and sends one placeholder page, decode admits them and reads its other "
-                       "reserved pages, which hold earlier requests' KV; the client gets HTTP 200")
-            else:
-                how = ("decode rejects them and reserves one page, prefill admits them and sends every page: the "
-                       "transfer writes decode pages the request does not own")
-            out.append(f"  unsafe: prompts of {lo:,} to {hi:,} tokens ({violated}): {how}")
+            span = f"of {lo:,} to {hi:,} tokens" if hi is not None else f"of {lo:,} tokens or more"
+            out.append(f"  unsafe: prompts {span} ({violated}): {r.mechanism}")
         elif a is not None:
             out.append(f"  unsafe ({violated}) for some prompt lengths: {a.region or 'see the reproduce command'}")
         if r.formula and r.leaking is not None:
@@ -83,13 +113,12 @@ def text(r: Preflight) -> list[str]:
         state = "affected" if r.release.vulnerable else "fixed"
         out.append(f"  release: {releases.describe(r.release)} ({state}: {r.release.evidence}); spec specs/{r.spec}")
     if r.status is Status.UNSAFE:
-        out.append(f"  remedy: upgrade both nodes to SGLang >= {releases.SGLANG_FIXED_IN}")
-        if r.context_length is not None:
-            checked = ""
-            if r.remedy_checked is not None:
-                word = {"PROVED": "SAFE", "VIOLATED": "still UNSAFE"}.get(r.remedy_checked.verdict, "UNKNOWN")
-                checked = f" (checked: {word} at that length, {r.remedy_checked.seconds:.1f}s)"
-            out.append(f"  remedy: or restart both nodes with --context-length {r.context_length}{checked}")
+        for i, remedy in enumerate(r.remedies):
+            checked = "" if remedy.checked is None else f" (checked: SAFE, {remedy.checked.seconds:.1f}s)"
+            out.append(f"  remedy: {'or ' if i else ''}{remedy.action}{checked}")
+        if not r.remedies:
+            out.append("  remedy: none of upgrading, a shorter --context-length, turning off --allow-auto-truncate or "
+                       "the KV checksum makes the analysis safe; keep this deployment from serving")
     elif r.status is Status.SAFE and r.release is not None and r.release.vulnerable:
         out.append("  note: this release has the leak, but at these numbers no prompt is rejected by prefill and "
                    "admitted by decode; keep --context-length at most the smaller pool after every change")
@@ -106,12 +135,13 @@ def document(r: Preflight) -> dict[str, Any]:
     a = r.analysis
     remedy: dict[str, Any] | None = None
     if r.status is Status.UNSAFE:
-        remedy = {"upgrade_to": releases.SGLANG_FIXED_IN, "context_length": r.context_length,
-                  "context_length_checked": None if r.remedy_checked is None else r.remedy_checked.verdict}
+        remedy = {m.kind: {"action": m.action, "value": m.value,
+                           "checked": None if m.checked is None else m.checked.verdict} for m in r.remedies}
     return {
         "format": "ownership-preflight",
         "version": SCHEMA_VERSION,
         "verdict": r.status.name,
+        "headline": headline(r),
         "exit_code": int(r.status.value),
         "engine": d.prefill.engine,
         "engine_version": d.version,
@@ -125,6 +155,7 @@ def document(r: Preflight) -> dict[str, Any]:
                                                    "vulnerable": r.release.vulnerable, "evidence": r.release.evidence},
         "limits": None if r.limits is None else {"prefill": r.limits[0].tokens, "decode": r.limits[1].tokens},
         "leaking_prompt_tokens": None if r.leaking is None else {"min": r.leaking[0], "max": r.leaking[1]},
+        "mechanism": r.mechanism,
         "formula": r.formula,
         "remedy": remedy,
         "spec_params": None if r.mapped is None else dict(r.mapped.params),

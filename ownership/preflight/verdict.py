@@ -10,18 +10,22 @@ NOT COVERED with the reason, never SAFE.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ownership.core.progress import PhasedProgress, ProgressFn
 from ownership.errors import Code, ExitCode, OwnershipError
-from ownership.preflight import releases
+from ownership.library import library_dir
+from ownership.preflight import admission, releases
 from ownership.preflight.mapping import Limit, Mapped, context_to_close, spec_params
 from ownership.preflight.readers import NodeConfig
 
-SPECS = Path(__file__).resolve().parents[2] / "specs"
+SPECS = library_dir()
+"""The library the release table's specs are read from (installed with the package, or a checkout's ``specs/``)."""
 _ATOM = re.compile(r"prompt_tokens (>=|<) (\w+)")
 
 
@@ -63,6 +67,19 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class Remedy:
+    """One change that makes the deployment safe, and the analysis that re-checked it."""
+
+    action: str
+    """What to do, in the operator's terms (``restart both nodes with --context-length 681280``)."""
+    kind: str
+    """``upgrade``, ``context_length``, ``no_auto_truncate`` or ``kv_checksum`` (the JSON key)."""
+    value: str | int | None
+    checked: Analysis | None
+    """The same analysis with the change applied (None when re-checking was turned off)."""
+
+
+@dataclass(frozen=True)
 class Preflight:
     """Everything the report says; :mod:`.render` prints it as text or JSON."""
 
@@ -74,11 +91,18 @@ class Preflight:
     limits: tuple[Limit, Limit] | None = None
     mapped: Mapped | None = None
     analysis: Analysis | None = None
-    leaking: tuple[int, int] | None = None
+    leaking: tuple[int, int | None] | None = None
+    """The leaking prompt lengths in real tokens, ``(lo, None)`` for every prompt of at least ``lo``."""
     formula: str | None = None
-    context_length: int | None = None
-    remedy_checked: Analysis | None = None
+    mechanism: str | None = None
+    """How the leaking prompts leak, in the engine's terms."""
+    remedies: tuple[Remedy, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def context_length(self) -> int | None:
+        """The ``--context-length`` remedy, if one was found."""
+        return next((int(r.value) for r in self.remedies if r.kind == "context_length" and r.value is not None), None)
 
 
 def deployment(prefill: NodeConfig, decode: NodeConfig | None, version: str | None) -> Deployment:
@@ -114,8 +138,24 @@ def deployment(prefill: NodeConfig, decode: NodeConfig | None, version: str | No
                          "GET /server_info does): pass --version, e.g. --version 0.5.20", prefill.file)
 
 
-def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True) -> Preflight:
-    """The verdict for ``dep``."""
+#: Pages of the largest scaled pool past which the analysis is not attempted (it would not finish).
+MAX_ANALYSED_PAGES = 16
+
+
+def switches(dep: Deployment, row: releases.Release) -> dict[str, int]:
+    """The spec's 0/1 parameters for the nodes' settings that change the path a prompt takes."""
+    p, d = dep.prefill, dep.decode
+    assert d is not None
+    out = {"prefill_auto_truncate": int(p.allow_auto_truncate), "decode_auto_truncate": int(d.allow_auto_truncate)}
+    if row.kv_checksum:
+        # decode verifies only when both nodes compute checksums (prefill writes it into the metadata buffer)
+        out["kv_checksum"] = int(p.kv_checksum and d.kv_checksum)
+    return out
+
+
+def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bool = True,
+             progress: PhasedProgress | None = None) -> Preflight:
+    """The verdict for ``dep``; ``progress`` is told each phase and gets the explorer's reports."""
     p, d = dep.prefill, dep.decode
     if p.engine == "vllm":
         return Preflight(Status.NOT_COVERED, dep, reasons=(_vllm_reason(p, d),))
@@ -125,11 +165,8 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
             "disaggregation (pass --prefill and --decode); no spec in the release table covers one node",))
     reasons = []
     if p.page_size != d.page_size:
-        reasons.append(f"the nodes use different page sizes ({p.page_size} and {d.page_size}); the spec models one")
+        reasons.append(f"the nodes use different page sizes ({p.page_size:,} and {d.page_size:,} tokens); the spec models one")
     for node in (p, d):
-        if node.allow_auto_truncate:
-            reasons.append(f"{node.where('allow_auto_truncate')}: allow_auto_truncate is on: over-long prompts are "
-                           "truncated, not rejected, a path the spec does not model")
         if (node.transfer_backend or "mooncake") != "mooncake":
             reasons.append(f"{node.where('disaggregation_transfer_backend')}: transfer backend "
                            f"{node.transfer_backend!r}: the spec models Mooncake's transfer")
@@ -138,50 +175,119 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
     if row is None:
         reasons.append(f"SGLang {dep.version}: no row of the release table (ownership/preflight/releases.py) covers "
                        f"it; covered: {', '.join(releases.describe(r) for r in releases.SGLANG_DISAGG)}")
+    formula = admission.formula_for(releases.parse_version(dep.version) or ())
+    if row is not None and formula is None:
+        reasons.append(f"SGLang {dep.version}: no admission formula of ownership/preflight/admission.py covers it")
+    for node in (p, d):
+        if formula is not None and formula.sharded and node.unprinted_limit_terms and node.max_req_input_len is None:
+            reasons.append(f"{node.file}: {', '.join(node.unprinted_limit_terms)} changes the admission limit by a "
+                           "number no log prints (page_interleave_shard_size, the dLLM block size); give the node's "
+                           "GET /server_info JSON, which reports max_req_input_len")
     if reasons:
         return Preflight(Status.NOT_COVERED, dep, reasons=tuple(reasons))
-    assert row is not None
-    limits = (Limit.of(p), Limit.of(d))
-    mapped = spec_params(limits[0].tokens, limits[1].tokens, p.page_size or 1)
+    assert row is not None and formula is not None
+    if progress is not None:
+        progress.phase(f"mapping onto specs/{row.spec}")
+    limits = (Limit.of(p, formula=formula), Limit.of(d, formula=formula))
+    flags = switches(dep, row)
+    mapped = spec_params(limits[0].tokens, limits[1].tokens, p.page_size or 1, switches=flags)
+    base = Preflight(Status.UNKNOWN, dep, spec=row.spec, release=row, limits=limits, mapped=mapped)
+    if max(mapped.pages) > MAX_ANALYSED_PAGES:
+        return _replace(base, reasons=(
+            f"with --allow-auto-truncate the verdict turns on page rounding, and at these limits "
+            f"({limits[0].tokens:,} and {limits[1].tokens:,} tokens, page size {p.page_size}) no page size the "
+            f"explorer can cover keeps it ({max(mapped.pages)} pages); check by hand whether "
+            f"ceil(prefill limit / page size) * page size is below decode's limit",))
     spec_path = SPECS / row.spec
-    analysis = analyse(spec_path, mapped, max_seconds)
-    base = Preflight(Status.SAFE, dep, spec=row.spec, release=row, limits=limits, mapped=mapped, analysis=analysis)
+    if progress is not None:
+        progress.phase("free-parameter analysis")
+    analysis = analyse(spec_path, mapped, max_seconds, progress)
+    base = _replace(base, status=Status.SAFE, analysis=analysis)
     if analysis.verdict == "UNKNOWN":
         return _replace(base, status=Status.UNKNOWN, reasons=("the analysis stopped before it was complete",))
     if analysis.verdict != "VIOLATED":
         return base
-    leaking, formula = _leaking(analysis, mapped)
-    n = context_to_close(p, d)
-    checked = None
-    if n is not None and check_remedy:
-        lowered = spec_params(Limit.of(p, n).tokens, Limit.of(d, n).tokens, p.page_size or 1)
-        checked = analyse(spec_path, lowered, max_seconds)
-    return _replace(base, status=Status.UNSAFE, leaking=leaking, formula=formula, context_length=n,
-                    remedy_checked=checked)
+    leaking, region = _leaking(analysis, mapped)
+    remedies = _remedies(dep, row, formula, mapped, max_seconds, check_remedy, progress)
+    return _replace(base, status=Status.UNSAFE, leaking=leaking, formula=region,
+                    mechanism=_mechanism(leaking, limits, flags), remedies=remedies)
+
+
+def _mechanism(leaking: tuple[int, int | None] | None, limits: tuple[Limit, Limit], flags: dict[str, int]) -> str:
+    """How the leaking prompts leak, in the engine's terms."""
+    if flags.get("prefill_auto_truncate") and (leaking is None or leaking[0] > limits[0].tokens):
+        return ("prefill truncates them to its limit and sends only those pages, decode keeps more of the prompt "
+                "(its limit is longer) and reads the pages prefill never wrote, which hold earlier requests' KV "
+                "(or garbage); nothing is rejected, so the client gets HTTP 200")
+    return ("prefill rejects them and sends one placeholder page, decode admits them and reads its other reserved "
+            "pages, which hold earlier requests' KV; the client gets HTTP 200")
+
+
+def _remedies(dep: Deployment, row: releases.Release, formula: admission.Formula, mapped: Mapped,
+              max_seconds: float | None, check: bool, progress: PhasedProgress | None = None) -> tuple[Remedy, ...]:
+    """Each change that would close the leak, re-checked by the same analysis (kept only if it does)."""
+    p, d = dep.prefill, dep.decode
+    assert d is not None
+    candidates: list[tuple[str, str, str | int | None, Path, Mapped]] = []
+    later = [r for r in releases.SGLANG_DISAGG if r.first > row.last and not r.vulnerable]
+    for target in later:
+        flags = {k: v for k, v in mapped.params.items() if k in ("prefill_auto_truncate", "decode_auto_truncate")}
+        up = spec_params(mapped.params["prefill_pool_tokens"] - 1, mapped.params["decode_pool_tokens"] - 1,
+                         mapped.real_page_size, switches=flags)
+        candidates.append((f"upgrade both nodes to SGLang >= {releases.show_version(target.first)}", "upgrade",
+                           releases.show_version(target.first), SPECS / target.spec, up))
+        break
+    n = context_to_close(p, d, formula)
+    if n is not None:
+        flags = {k: v for k, v in mapped.params.items() if k.endswith(("_truncate", "checksum"))}
+        lowered = spec_params(Limit.of(p, n, formula).tokens, Limit.of(d, n, formula).tokens, p.page_size or 1,
+                              switches=flags)
+        candidates.append((f"restart both nodes with --context-length {n}", "context_length", n,
+                           SPECS / row.spec, lowered))
+    if mapped.params.get("prefill_auto_truncate") or mapped.params.get("decode_auto_truncate"):
+        off = dataclasses.replace(mapped, params={**mapped.params, "prefill_auto_truncate": 0, "decode_auto_truncate": 0})
+        candidates.append(("restart both nodes without --allow-auto-truncate", "no_auto_truncate", None,
+                           SPECS / row.spec, off))
+    if row.kv_checksum and mapped.params.get("kv_checksum") == 0:
+        on = dataclasses.replace(mapped, params={**mapped.params, "kv_checksum": 1})
+        candidates.append(("restart both nodes with --disaggregation-enable-kv-checksum (a mismatch is answered "
+                           "with HTTP 500 instead of the other tenants' data)", "kv_checksum", None, SPECS / row.spec, on))
+    out = []
+    for action, kind, value, spec_path, params in candidates:
+        if check and progress is not None:
+            progress.phase(f"remedy re-check: {action}")
+        checked = analyse(spec_path, params, max_seconds, progress) if check else None
+        if checked is None or checked.verdict == "PROVED":
+            out.append(Remedy(action, kind, value, checked))
+    return tuple(out)
 
 
 def _replace(base: Preflight, **changes: object) -> Preflight:
-    import dataclasses
-
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-def _leaking(analysis: Analysis, mapped: Mapped) -> tuple[tuple[int, int] | None, str | None]:
-    """The leaking prompt lengths from the spec's own description of the region, in real tokens."""
+def _leaking(analysis: Analysis, mapped: Mapped) -> tuple[tuple[int, int | None] | None, str | None]:
+    """The leaking prompt lengths from the spec's own description of the region, in real tokens.
+
+    ``(lo, hi)`` for ``lo <= prompt_tokens <= hi``, ``(lo, None)`` for every
+    prompt of at least ``lo`` tokens.  The formulas are evaluated at the real
+    page size (a formula without ``page_size`` is the same at both).
+    """
     region = analysis.region
     if region is None or not region.startswith("unsafe exactly when "):
         return None, region
+    condition = region.removeprefix("unsafe exactly when ")
     head = region.split(" (", 1)[0]  # the condition, before the formulas' definitions
     atoms = _ATOM.findall(head)
     values = analysis.derived
     lows = [values.get(n) for op, n in atoms if op == ">="]
     highs = [values.get(n) for op, n in atoms if op == "<"]
-    if len(atoms) != 2 or len(lows) != 1 or len(highs) != 1 or head.count(" and ") != 1:
-        return None, region.removeprefix("unsafe exactly when ")
-    lo, hi = lows[0], highs[0]
-    if lo is None or hi is None or lo >= hi:
-        return None, region.removeprefix("unsafe exactly when ")
-    return (lo, hi - 1), region.removeprefix("unsafe exactly when ")
+    if len(lows) != 1 or len(highs) > 1 or len(atoms) != 1 + len(highs) or head.count(" and ") != len(highs):
+        return None, condition
+    lo, hi = lows[0], (highs[0] if highs else None)
+    if lo is None or (highs and (hi is None or lo >= hi)):
+        return None, condition
+    return (lo, None if hi is None else hi - 1), condition
 
 
 def derived_values(spec: object, params: dict[str, int]) -> dict[str, int]:
@@ -198,8 +304,9 @@ def derived_values(spec: object, params: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analysis:
-    """``check SPEC --free prompt_tokens`` at the mapped parameters."""
+def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None,
+            progress: ProgressFn | None = None) -> Analysis:
+    """``check SPEC --free prompt_tokens`` at the mapped parameters; the explorer reports to ``progress``."""
     from ownership.core.limits import limited
     from ownership.core.result import Verdict
     from ownership.engines.paramexplore import ParamOptions, explore_params
@@ -214,14 +321,15 @@ def analyse(spec_path: Path, mapped: Mapped, max_seconds: float | None) -> Analy
     inst = Instance(spec, {**mapped.params, "prompt_tokens": 1})
     try:
         with limited(max_seconds):
-            result = explore_params(inst, options)
+            result = explore_params(inst, options, progress)
     except KeyboardInterrupt:
         return Analysis("UNKNOWN", 0, 0, time.perf_counter() - start, None, reproduce_check(spec_path, mapped))
     region = next((n for n in result.notes if n.startswith("unsafe ")), None)
     verdict = "VIOLATED" if result.verdict is Verdict.VIOLATED else (
         "PROVED" if result.verdict is Verdict.PROVED else "UNKNOWN")
+    real = {**mapped.params, "page_size": mapped.real_page_size}
     return Analysis(verdict, result.stats.states, result.stats.transitions, time.perf_counter() - start,
-                    region, reproduce_check(spec_path, mapped), derived_values(spec, mapped.params), result.violated,
+                    region, reproduce_check(spec_path, mapped), derived_values(spec, real), result.violated,
                     fired=tuple(a.name for a in result.actions if a.fired),
                     unfired=tuple(a.name for a in result.actions if not a.fired))
 
@@ -238,11 +346,13 @@ def reproduce_check(spec_path: Path, mapped: Mapped) -> str:
 
 
 def _vllm_reason(p: NodeConfig, d: NodeConfig | None) -> str:
+    """What was checked of a vLLM deployment, whether it passed, and what no spec covers."""
     nodes = [n for n in (p, d) if n is not None]
     fits = all(n.pool_tokens >= n.context_len for n in nodes)
     pools = "; ".join(f"{n.where('pool_tokens')}: KV cache {n.pool_tokens:,} tokens, max_model_len {n.context_len:,}"
                       for n in nodes)
-    start = ("vLLM refuses to start when its KV cache cannot hold one max_model_len request (v1/core/"
-             "kv_cache_planning.py check_enough_kv_cache_memory, vLLM 0.33.0), and " +
-             ("this pool holds one" if fits else "yet this log reports a smaller pool"))
-    return (f"no library spec models vLLM's admission of over-long prompts ({pools}); {start}")
+    outcome = "passed" if fits else "failed: vLLM 0.33.0 refuses to start so configured; is this the running node's log?"
+    return ("vLLM's admission of prompts longer than it can serve (no library spec models it, so nothing here says "
+            "whether such a prompt can read or write KV another request owns). Checked: each KV cache holds one "
+            "request of max_model_len tokens, the condition vLLM 0.33.0 checks before it starts (v1/core/"
+            f"kv_cache_planning.py check_enough_kv_cache_memory; {pools}): {outcome}")

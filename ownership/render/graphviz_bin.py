@@ -11,6 +11,14 @@ lookup order is:
    line), first next to the running interpreter (the virtual environment's
    ``bin``/``Scripts`` directory, which need not be on ``PATH``), then on
    ``PATH``.
+
+The ``graphviz`` Python package would not shorten this: its ``pipe`` always
+runs a program named ``dot`` (with ``-Kdot``, from a fixed list of layout
+engines), so it can run neither ``graphviz-pure`` nor ``$OWNERSHIP_DOT``, and
+it has no timeout; the lookup above would stay, and the one
+:func:`subprocess.run` it would replace is all this module adds.  The DOT text
+itself is three nodes with HTML-like labels (``render/dot*.py``), which a
+``graphviz.Digraph`` would only wrap.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def headline(result: CheckResult) -> str:
     """``VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19 (explore)``.
 
     A qualified safe verdict says so: ``PROVED (vacuous: 1 action never
-    fired)  spec (explore)``.
+    fired: cleanup)  spec (explore)``.
     """
     if result.verdict is Verdict.VIOLATED:
         what = "deadlock" if result.violated == "deadlock" else result.violated
@@ -73,6 +73,18 @@ def headline(result: CheckResult) -> str:
     else:
         verdict = f"{result.verdict.name} ({qualifier})" if qualifier else result.verdict.name
     return f"{verdict}  {result.spec} ({result.engine})"
+
+
+def vacuous_status_lines(result: CheckResult, allow_vacuous: bool) -> list[str]:
+    """The lines under a vacuous safe verdict: its exit status, and the ways to change it."""
+    if allow_vacuous:
+        text = "vacuous, accepted by --allow-vacuous: exit 0"
+    else:
+        dead = [a.name for a in result.dead_actions()]
+        fix = f"make {', '.join(dead)} fire or declare {'it' if len(dead) == 1 else 'them'} may_be_dead (above)" \
+            if dead else "fix the warnings above"
+        text = f"vacuous is not a pass: exit 3 (inconclusive); {fix}, or pass --allow-vacuous to exit 0"
+    return textwrap.wrap(text, width=WIDTH, initial_indent="  ", subsequent_indent="    ")
 
 
 def warning_line(w: SpecWarning) -> str:

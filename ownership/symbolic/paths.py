@@ -18,6 +18,7 @@ from typing import Any
 import z3
 
 from ownership.lang.guard import Disabled
+from ownership.library import is_checker_code
 from ownership.symbolic.terms import WIDTH, SymbolicError, conjunction
 
 MAX_PATHS = 4096
@@ -40,16 +41,13 @@ class PathExplosionError(SymbolicError):
         )
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def spec_frame() -> tuple[str, int]:
     """File and line of the innermost caller outside the ownership package (the spec line that forked)."""
     frame = sys._getframe(1)
     fallback: tuple[str, int] | None = None
     while frame is not None:
         file = frame.f_code.co_filename
-        if not os.path.abspath(file).startswith(_PACKAGE + os.sep):
+        if not is_checker_code(file):
             return file, frame.f_lineno
         if fallback is None and os.sep + "vocab" + os.sep in file:
             fallback = (file, frame.f_lineno)

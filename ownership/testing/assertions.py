@@ -117,7 +117,7 @@ def assert_safe(spec: Spec | str | Path, engine: str = "explore", **params: int)
     verdict = judge(Expect(None), result)
     if not verdict.ok:
         head = f"{the_spec.name} is not proved safe by {result.engine}: got {verdict.got}"
-        head += f" ({verdict.reason})" if verdict.reason else ""
+        head += f"; {verdict.reason}" if verdict.reason else ""
         raise AssertionError("\n".join([head, *failure_report(result, the_spec, path, _reproduce(outcome, path))]))
     return result
 

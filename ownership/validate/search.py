@@ -80,6 +80,8 @@ class Rejection:
     candidates: tuple[Candidate, ...]
     initial: dict[str, Any] = field(default_factory=dict, compare=False)
     """The spec's initial state, named: the text report shows the cells that differ from it."""
+    page_element: str = ""
+    """The spec element standing for the page of ``step`` (``B10`` for page 10); empty when there is none."""
 
 
 @dataclass
@@ -370,8 +372,11 @@ class Validator:
                     seen.add((label, reason))
                     candidates.append(Candidate(i, label, reason))
         states = tuple(self.describe(c) for c in shown)
+        page = step[1]
+        element = self.page_elem.get(page) if page is not None else None
         return Rejection(ev.line, ev.seq, ev.raw, step[0], states, len(before), tuple(candidates),
-                         self.inst.to_json(self.inst.init_state))
+                         self.inst.to_json(self.inst.init_state),
+                         self.inst.names[self.ids.pages.name][element] if element is not None else "")
 
     def describe(self, c: Config) -> dict[str, Any]:
         """A configuration in named form: the state (as trace.json writes it) and the id bindings."""

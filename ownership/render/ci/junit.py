@@ -1,8 +1,10 @@
 """The JUnit XML report (``--junit``): a test suite per spec, a test case per invariant.
 
 A violation is a ``<failure>`` whose text is the trace table; a safe verdict
-qualified by a warning carries ``vacuity`` and ``warning.N`` properties (and,
-under ``ownership test``, a ``VACUOUS`` failure).
+qualified by a warning carries ``vacuity`` and ``warning.N`` properties, and
+its test cases are a ``VACUOUS`` failure under ``ownership test``, a
+``VACUOUS`` error (inconclusive, exit 3) under ``check`` and ``prove``, and
+pass with the warning in ``system-out`` under ``--allow-vacuous``.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def junit_xml(runs: Sequence[SpecRun], *, command: Mode = "check") -> str:
                     ET.SubElement(case, "skipped", message=outcome.message)
                 elif outcome.status is Status.INCONCLUSIVE:
                     counts["errors"] += 1
-                    ET.SubElement(case, "error", message=outcome.message, type=run.result.verdict.name)
+                    kind = "VACUOUS" if run.result.vacuous else run.result.verdict.name  # check's exit 3 either way
+                    ET.SubElement(case, "error", message=outcome.message, type=kind)
                 else:
                     out = outcome.message
                     if outcome.invariant == run.result.violated:  # an expected violation: keep its trace

@@ -17,7 +17,7 @@ from typing import Literal
 
 from ownership.core.expectation import InvariantOutcome, invariant_outcomes, judge
 from ownership.core.result import CheckResult, Verdict
-from ownership.errors import OwnershipError
+from ownership.errors import ExitCode, OwnershipError
 from ownership.lang.declarations import Derived, Expect
 from ownership.lang.model import Spec
 
@@ -56,13 +56,16 @@ class SpecRun:
     skipped: str | None = None
     error: str | None = None
     error_location: Location = Location(None, None)
+    allow_vacuous: bool = False
+    """``--allow-vacuous``: a vacuous safe verdict passes (with its warnings) instead of being inconclusive."""
 
     @property
     def outcomes(self) -> tuple[InvariantOutcome, ...]:
         """One outcome per invariant (empty for a skipped or failed-to-load spec)."""
         if self.result is None:
             return ()
-        return invariant_outcomes(self.result, self.expect if self.mode == "test" else None)
+        return invariant_outcomes(self.result, self.expect if self.mode == "test" else None,
+                                  allow_vacuous=self.allow_vacuous)
 
     @property
     def status(self) -> str:
@@ -75,8 +78,8 @@ class SpecRun:
             return "passed" if judge(self.expect, self.result).ok else "failed"
         if self.result.verdict is Verdict.VIOLATED:
             return "failed"
-        if self.result.verdict is Verdict.UNKNOWN:
-            return "inconclusive"
+        if self.result.exit_code_allowing(self.allow_vacuous) is ExitCode.INCONCLUSIVE:
+            return "inconclusive"  # UNKNOWN, or a vacuous safe verdict the user did not accept
         return "passed"
 
     @property
@@ -113,6 +116,7 @@ def spec_run(
     *,
     mode: Mode = "check",
     files: Iterable[str | Path] = (),
+    allow_vacuous: bool = False,
 ) -> SpecRun:
     """The record of one checked spec; in ``test`` mode its declared ``expect=`` decides pass/fail."""
     return SpecRun(
@@ -128,6 +132,7 @@ def spec_run(
         ghosts=tuple(v.name for v in spec.vars.values() if v.ghost),
         derived=tuple(spec.derived_values.values()),
         files=tuple(str(f) for f in files),
+        allow_vacuous=allow_vacuous,
     )
 
 

@@ -150,11 +150,12 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
             results.append(_warning_result(run, result, w, base, rule_index))
         if run.mode == "test" and run.expect is not None:
             verdict = judge(run.expect, result)
-            if not verdict.ok and (result.violated is None or verdict.reason):
+            # A violation the spec does not expect is its own result; this one is every other unmet verdict.
+            if not verdict.ok and (result.violated is None or result.violated == run.expect.violates):
                 idx = rule_index(EXPECTATION_RULE, "A spec's declared verdict (expect=) is what the check finds.",
                                  invariant=False)
                 text = f"{run.spec}: expected {verdict.expected}, got {verdict.got}"
-                text += f" ({verdict.reason})" if verdict.reason else f" ({result.coverage()})"
+                text += f"; {verdict.reason}" if verdict.reason else f"; {result.coverage()}"
                 entry: dict[str, Any] = {
                     "ruleId": EXPECTATION_RULE,
                     "ruleIndex": idx,
