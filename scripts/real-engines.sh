@@ -11,8 +11,9 @@
 #         (no engine named: all three)
 #
 # sglang-releases is one environment holding the SGLang dependencies once and
-# the 0.5.20 and 0.5.21 wheels side by side, each installed --no-deps into its
-# own directory (releases/<version>/ in the environment); its tests run each
+# the release wheels side by side, each installed --no-deps into its own
+# directory (releases/<version>/ in the environment, with the transformers a
+# release needs where the shared one does not load it); its tests run each
 # release in a subprocess with that directory first on sys.path.
 #
 # Environment:
@@ -50,13 +51,22 @@ sglang_deps=(numpy orjson psutil pybase64 requests packaging pillow starlette ms
 # the tests define the missing operator schema before importing SGLang).
 sglang_nodeps=(triton==3.9.0 torchvision==0.28.0)
 # The releases whose disaggregation queues tests/real_engines/test_sglang_disagg_releases.py
-# replays the committed counterexample against: the last one with the pending-rejection
-# leak and the first one with is_unadmitted_reject.  Their imports need what 0.5.23's do.
-sglang_releases=(0.5.20 0.5.21)
+# replays the committed counterexample against (0.5.20: the last one with the pending-rejection
+# leak, 0.5.21: the first one with is_unadmitted_reject), and those whose startup logs
+# tests/real_engines/test_sglang_preflight_fixtures.py makes again (all of them: 0.5.4, the
+# first with disaggregation; 0.5.11, the incident's; 0.5.19; 0.5.21; 0.5.23, the newest).
+sglang_releases=(0.5.4 0.5.11 0.5.19 0.5.20 0.5.21 0.5.23)
+# What a release's ServerArgs needs beside it where the shared transformers (0.5.23's pin)
+# does not load its model configs: its own transformers and what that one checks at import.
+declare -A sglang_release_extras=(
+  [0.5.4]="transformers==4.57.1 tokenizers==0.22.2 huggingface_hub==0.36.2"
+  [0.5.11]="transformers==5.6.0 tokenizers==0.22.2 huggingface_hub==1.33.0"
+  [0.5.19]="transformers==5.12.1 tokenizers==0.22.2 huggingface_hub==1.33.0"
+)
 # What importing their scheduler and disaggregation modules adds to the allocator's list
 # (server_args reaches the OpenAI protocol and function-call parsers, the scheduler uvicorn).
 sglang_releases_deps=(openai==3.57.0 partial-json-parser==0.2.1.1.post7 xgrammar==0.2.9
-  einops==0.8.2 setproctitle==1.3.8 uvicorn==0.54.0 fastapi==0.165.0)
+  einops==0.8.2 setproctitle==1.3.8 uvicorn==0.54.0 fastapi==0.165.0 httpx==0.29.0)
 
 install_only=0
 engines=()
@@ -64,7 +74,7 @@ for arg in "$@"; do
   case "$arg" in
     --install-only) install_only=1 ;;
     vllm | sglang | sglang-releases) engines+=("$arg") ;;
-    -h | --help) sed -n '2,24p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "real-engines.sh: unknown argument '$arg' (expected --install-only, vllm, sglang, sglang-releases)" >&2; exit 2 ;;
   esac
 done
@@ -115,7 +125,10 @@ build_venv() {
       "${pip[@]}" --no-deps "${sglang_nodeps[@]}"
       local version
       for version in "${sglang_releases[@]}"; do
-        "${pip[@]}" --no-deps --target "$venv/releases/$version" "sglang==$version"
+        # exact pins and --no-deps: without the shared constraints, which pin 0.5.23's transformers
+        # shellcheck disable=SC2086 # the extras are a word list
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+          --target "$venv/releases/$version" "sglang==$version" ${sglang_release_extras[$version]:-}
       done
       ;;
   esac
@@ -131,11 +144,15 @@ run_tests() {
   report="$(mktemp)"
   local tests=()
   case "$engine" in
-    sglang-releases) tests=(tests/real_engines/test_sglang_disagg_releases.py) ;;
+    sglang-releases) tests=(tests/real_engines/test_sglang_disagg_releases.py
+                            tests/real_engines/test_sglang_preflight_fixtures.py) ;;
     *)
       local file
       for file in tests/real_engines/test_"$engine"_*.py; do
-        [ "$file" = tests/real_engines/test_sglang_disagg_releases.py ] || tests+=("$file")
+        case "$file" in
+          tests/real_engines/test_sglang_disagg_releases.py | tests/real_engines/test_sglang_preflight_fixtures.py) ;;
+          *) tests+=("$file") ;;
+        esac
       done
       ;;
   esac

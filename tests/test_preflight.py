@@ -21,6 +21,8 @@ from ownership.preflight.readers import NodeConfig
 from ownership.preflight.verdict import SPECS, _leaking, analyse
 
 DATA = ROOT / "tests" / "data" / "preflight"
+#: Each release's startup logs of the incident deployment, printed by its own code (the incident's are 0.5.11's).
+RELEASES = DATA / "releases"
 
 
 def node_log(tmp_path: Path, role: str, *, context: int, pool: int, page: int, name: str | None = None,
@@ -29,8 +31,9 @@ def node_log(tmp_path: Path, role: str, *, context: int, pool: int, page: int, n
     text = (DATA / f"incident-{role}.log").read_text()
     text = re.sub(r"max_total_num_tokens=\d+", f"max_total_num_tokens={pool}", text)
     text = text.replace("context_len=1048576", f"context_len={context}")
-    text = text.replace("'context_length': 1048576", f"'context_length': {context}")
-    text = text.replace("'page_size': 64", f"'page_size': {page}")
+    # the server_args line is ServerArgs(k=v, ...) in the incident's release (0.5.11), a dict from 0.5.19
+    text = re.sub(r"('context_length': |\bcontext_length=)1048576", rf"\g<1>{context}", text)
+    text = re.sub(r"('page_size': |\bpage_size=)64\b", rf"\g<1>{page}", text)
     path = tmp_path / (name or f"{role}.log")
     path.write_text(extra + text)
     return path
@@ -152,7 +155,9 @@ def test_a_log_needs_a_version_and_a_json_version_must_match() -> None:
     assert deployment(jp, jd, None).version == "0.5.23"
     with pytest.raises(OwnershipError, match="--version says 0.5.19") as err:
         deployment(jp, jd, "0.5.19")
-    assert err.value.code is Code.PREFLIGHT_CONTRADICTORY and err.value.line == 555
+    version_line = next(n for n, text in enumerate((DATA / "server-info-decode.json").read_text().splitlines(), 1)
+                        if text.strip().startswith('"version":'))
+    assert err.value.code is Code.PREFLIGHT_CONTRADICTORY and err.value.line == version_line
 
 
 # -- NOT COVERED: never SAFE for what no spec models ------------------------------------------
@@ -345,8 +350,8 @@ def test_decode_limit_lower_is_safe(tmp_path: Path, version: str) -> None:
 def _truncating(tmp_path: Path, checksum: bool) -> tuple[Path, Path]:
     out = []
     for role in ("prefill", "decode"):
-        text = (DATA / f"incident-{role}.log").read_text().replace("'allow_auto_truncate': False",
-                                                                  "'allow_auto_truncate': True")
+        text = (RELEASES / "0.5.21" / f"{role}.log").read_text().replace("'allow_auto_truncate': False",
+                                                                        "'allow_auto_truncate': True")
         if checksum:
             text = text.replace("'disaggregation_enable_kv_checksum': False", "'disaggregation_enable_kv_checksum': True")
         (tmp_path / f"{role}.log").write_text(text)
@@ -390,7 +395,7 @@ def test_admission_formula_follows_the_release() -> None:
 
 
 def test_decode_context_parallelism_raises_the_limit_on_0_5_19(tmp_path: Path) -> None:
-    text = (DATA / "incident-prefill.log").read_text()
+    text = (RELEASES / "0.5.19" / "prefill.log").read_text()
     assert "'dcp_size': 1" in text
     path = tmp_path / "p.log"
     path.write_text(text.replace("'dcp_size': 1", "'dcp_size': 2"))
@@ -404,11 +409,11 @@ def test_decode_context_parallelism_raises_the_limit_on_0_5_19(tmp_path: Path) -
 
 
 def test_a_limit_term_no_log_prints_is_not_covered(tmp_path: Path) -> None:
-    text = (DATA / "incident-prefill.log").read_text()
+    text = (RELEASES / "0.5.23" / "prefill.log").read_text()
     assert "'enable_kv_cache_sharding': False" in text
     path = tmp_path / "p.log"
     path.write_text(text.replace("'enable_kv_cache_sharding': False", "'enable_kv_cache_sharding': True"))
-    (why,) = _not_covered(read_node(path), read_node(DATA / "incident-decode.log"), "0.5.23")
+    (why,) = _not_covered(read_node(path), read_node(RELEASES / "0.5.23" / "decode.log"), "0.5.23")
     assert "enable_kv_cache_sharding=True" in why and "max_req_input_len" in why
 
 
