@@ -422,7 +422,7 @@ def test_the_kv_checksum_counts_only_where_decode_compares_it(tmp_path: Path) ->
     from ownership.preflight.verdict import switches
 
     def node(role: str, tp: int) -> NodeConfig:
-        text = (DATA / f"incident-{role}.log").read_text()
+        text = (DATA / "releases" / "0.5.23" / f"{role}.log").read_text()  # the release that has the flag
         text = text.replace("'disaggregation_enable_kv_checksum': False", "'disaggregation_enable_kv_checksum': True")
         path = tmp_path / f"{role}-{tp}.log"
         path.write_text(text.replace("'tp_size': 8", f"'tp_size': {tp}"))

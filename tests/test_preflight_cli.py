@@ -120,7 +120,7 @@ def test_incident_unsafe_exit_1_text_and_json(tmp_path: Path) -> None:
     assert lines[1] == "  sglang 0.5.19 prefill/decode disaggregation"
     # the run takes several seconds: progress went to stderr (not a terminal here: a line per report), not stdout
     assert "  ... free-parameter analysis: " in res.stderr and "states/s" in res.stderr
-    assert "  ... remedy re-check at --context-length 681280" in res.stderr
+    assert "  ... remedy re-check: restart both nodes with --context-length 681280" in res.stderr
     assert not any(ln.startswith("  ... ") for ln in lines)
     assert "  unsafe: prompts of 681,274 to 1,048,569 tokens (no_foreign_read): prefill rejects them" in res.stdout
     assert any(ln.startswith("  remedy: upgrade both nodes to SGLang >= 0.5.20 (checked: SAFE") for ln in lines)
