@@ -117,7 +117,7 @@ def test_readme_preflight_command_works_as_written(tmp_path: Path, monkeypatch: 
     for line in shown.splitlines():
         if line.strip() != "..." and not line.endswith("...)"):
             assert line in res.stdout.splitlines(), line
-    assert "remedy: or restart both nodes with --context-length 681280 (checked: SAFE at that length" in res.stdout
+    assert "remedy: or restart both nodes with --context-length 681280 (checked: SAFE, " in res.stdout
 
 
 @pytest.mark.slow
