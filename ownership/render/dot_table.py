@@ -37,7 +37,7 @@ from ownership.render.dot_model import (
     var_of,
     wrap,
 )
-from ownership.render.text import describe_event
+from ownership.render.text import describe_event, wrap_items
 
 
 def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
@@ -45,6 +45,8 @@ def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
     step = trace.steps[i - 1]
     before, after = trace.states[i - 1], trace.states[i]
     lines = [font(esc(step.call), size=12, bold=True)]
+    # What the step's s.choose calls decided, under the call: the changes below follow from it.
+    lines += [font(esc(text), size=10, colour=GREY) for text in wrap_items(step.chose, WRAP)]
     changes: list[str] = []
     for name, _old, new in changed_fields(before, after):
         var = var_of(name)
@@ -206,7 +208,7 @@ def steps_label(trace: Trace, model: DotModel) -> str:
         last = i == n_steps and i > 0
         colour = RED if last and trace.violation else (ORANGE if last and model.deadlock else None)
         number = font(esc(str(i)), size=12, bold=True, colour=colour)
-        if i == model.story.root_cause and len(model.story.beats) > 1:
+        if i == model.story.named_cause:
             number += "<BR/>" + font(esc("root"), size=8, colour=RED, bold=True) + "<BR/>" \
                 + font(esc("cause"), size=8, colour=RED, bold=True)
         cells = [f'<TD BGCOLOR="{HEADER}">{number}</TD>']
