@@ -1,7 +1,8 @@
 """The step table of the DOT picture: one row per step, lanes per request, a column per page.
 
 A step's action sits in the lane of the request its first argument names,
-with the per-request fields it changed and its reads and replies.  Each page
+with what its ``s.choose`` calls picked, the per-request fields it changed
+and its reads and replies.  Each page
 cell shows who holds the page after the step and whose KV it contains,
 coloured by the KV's owner; the offending event is filled red, secondary
 violations orange, and the cells of the page's history are outlined red.

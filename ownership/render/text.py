@@ -276,10 +276,13 @@ def wrap_items(items: Sequence[str], width: int) -> list[str]:
 
 
 def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
-    """The trace as numbered steps with the fields each step changed.
+    """The trace as numbered steps with what each step chose and the fields it changed.
 
     Page-pool bookkeeping (free counts, holders, slots) is summarised by the
     step's alloc/free events instead of cell by cell; content changes stay.
+    The root-cause step of the trace's story (:func:`story_of`, which the
+    picture and the HTML report read too) is marked under its action, and
+    the table ends with the story's line for it.
     """
     lines = [f"  {'#':>3}  {'action':<32} changes"]
     if trace.kind is TraceKind.CTI:
