@@ -9,6 +9,7 @@ reads, and says them as unlabelled.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from conftest import ROOT
@@ -91,6 +92,15 @@ def test_the_main_counterexample_says_which_decode_pages_b_was_given() -> None:
             "                                        D0 (decode page for slot 1), D2 (decode page for slot 2)\n") in table
     dot = trace_to_dot(trace)
     assert "chose D1 (decode page for slot 0)," in dot and "D0 (decode page for slot 1)," in dot
+    assert "below the action: what it chose (grey), then the fields it changed." in dot  # the legend says so
+
+
+def test_the_legend_mentions_picks_only_when_a_step_chose_something() -> None:
+    inst = Instance(pick_spec())
+    trace = build_trace(inst, [(inst.find_instance("place", (0,)).index, [1, True])], engine="explore", violation=None)
+    plain = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, picks=(), choices=()) for s in trace.steps))
+    assert "what it chose" in trace_to_dot(trace)
+    assert "what it chose" not in trace_to_dot(plain) and "the fields it changed." in trace_to_dot(plain)
 
 
 def test_a_trace_without_choices_still_reads_and_says_its_picks_are_unlabelled() -> None:
