@@ -19,7 +19,7 @@ from ownership.core.trace import Step, Trace
 from ownership.lang.instance import Instance
 from ownership.lang.types import Int
 from ownership.render.dot import trace_to_dot
-from ownership.render.dot_model import RED, anomaly, mark_lines
+from ownership.render.dot_model import RED, anomaly, esc, mark_lines
 from ownership.render.html import _steps_table, _story_html
 from ownership.render.text import describe_event, trace_table
 from ownership.vocab.refcount import BlockTables
@@ -149,6 +149,35 @@ def test_the_story_names_the_root_cause_step(name: str) -> None:
     dot = trace_to_dot(trace)
     assert f"root cause, step {cause}: " in dot
     assert "root cause, step" in _story_html(trace) and "root cause" in _steps_table(trace, set())
+
+
+@pytest.mark.parametrize("name", sorted(ROOT_CAUSES))
+def test_the_terminal_table_names_the_root_cause_as_the_picture_does(name: str) -> None:
+    """The row of the root-cause step says so under its action, and the table ends with the story's line for it."""
+    if not (COUNTEREXAMPLES / name / "trace.json").exists():
+        pytest.skip(f"counterexamples/{name} is not committed here")
+    cause, _symptom, call = ROOT_CAUSES[name]
+    trace = committed(name)
+    lines = trace_table(trace)
+    row = next(k for k, ln in enumerate(lines) if ln.startswith(f"  {cause:>3}  {call} "))
+    assert lines[row + 1].startswith(f"  {'':>3}  (root cause) ")
+    assert sum("(root cause)" in ln for ln in lines) == 1
+    beat = story_of(trace).cause_beat
+    assert beat is not None
+    start = next(k for k, ln in enumerate(lines) if ln.startswith("  root cause, step "))
+    said = " ".join(ln.strip() for ln in lines[start:])
+    assert said == f"root cause, step {cause}: {beat.text}"  # the picture's own line, word for word
+    assert esc(f"root cause, step {cause}: {beat.text}") in trace_to_dot(trace)
+
+
+def test_a_story_of_one_beat_names_no_root_cause_anywhere() -> None:
+    """The symptom's own step is the headline: neither the table, the picture nor the report calls it a root cause."""
+    event = SpecEvent(name="oops", fields=(("req", "A"),), violates="no_such_thing")
+    trace = Trace("t", None, {}, {}, (Step("act", (), (), (event,), {}),), violation="no_such_thing")
+    story = story_of(trace)
+    assert len(story.beats) <= 1 and story.named_cause is None
+    assert not any("root cause" in ln for ln in trace_table(trace))
+    assert "root cause" not in trace_to_dot(trace) and "root cause" not in _steps_table(trace, set())
 
 
 def test_the_placeholder_step_is_named_with_the_fields_it_set() -> None:

@@ -129,3 +129,21 @@ def test_readme_pool_versus_context_command_works_as_written(tmp_path: Path, mon
     assert "cases by domain size" in res.stdout
     assert ("unsafe exactly when prompt_tokens >= prefill_max_req_input_len and prompt_tokens < "
             "decode_max_req_input_len") in res.stdout
+
+
+def test_readme_what_you_see_is_the_main_checks_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line of the excerpt is a line of the real output, in order (the timing aside), root cause and picks too."""
+    _as_written(tmp_path, monkeypatch)
+    res = CliRunner().invoke(app, _readme_command("ownership check specs/sglang_disagg_v0_5_19.py"))
+    assert res.exit_code == 1, res.output
+    shown = README.split("## What you see", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    untimed = [re.sub(r", [\d.]+s$", "", ln.rstrip()) for ln in res.stdout.splitlines()]
+    at = 0
+    for line in shown.splitlines():
+        if line == "  ...":
+            continue
+        line = re.sub(r", [\d.]+s$", "", line)
+        assert line in untimed[at:], f"not in the output (in this order): {line!r}"
+        at = untimed.index(line, at) + 1
+    assert "       (root cause)" in shown and "root cause, step 2: arrive(B, 6)" in shown
+    assert "chose D1 (decode page for slot 0)," in shown

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ownership.core.schema import ActionInfo, PoolSchema, TraceSchema
-from ownership.core.trace import Step, Trace, TraceKind, changed_fields
+from ownership.core.trace import Choice, Step, Trace, TraceKind, changed_fields
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance
@@ -64,7 +64,8 @@ def _build_trace(
         state = succ.state
         flagged = succ.violations
         steps.append(
-            Step(ai.action.name, _display_args(inst, ai), tuple(picks), succ.events, inst.to_json(state))
+            Step(ai.action.name, _display_args(inst, ai), tuple(picks), succ.events, inst.to_json(state),
+                 tuple(Choice(label, value) for label, value in succ.choices))
         )
     # A trace ends in its violation: the final state violates it, or the last step emitted
     # an event marked as violating it (``s.emit(..., violates=X)``).

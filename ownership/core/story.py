@@ -245,6 +245,15 @@ class Story:
         return self.cause
 
     @property
+    def named_cause(self) -> int | None:
+        """The root-cause step as every report names it (table row, picture, story line).
+
+        ``None`` for a story of one beat: that beat is the symptom's own
+        sentence, which the headline already says.
+        """
+        return self.cause if len(self.beats) > 1 else None
+
+    @property
     def cause_beat(self) -> Beat | None:
         """The beat at the root-cause step (the first one there)."""
         return next((b for b in self.beats if b.step is not None and b.step == self.cause), None)

@@ -31,6 +31,14 @@ TRACE_VERSION = 1
 
 
 @dataclass(frozen=True)
+class Choice:
+    """One ``s.choose`` of a step: the spec's label for it and the name of the value it took."""
+
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
 class Step:
     """One transition: ``action(args)`` with ``picks``, giving ``state``."""
 
@@ -39,11 +47,30 @@ class Step:
     picks: tuple[Any, ...]
     events: tuple[Event, ...]
     state: Mapping[str, Any]
+    choices: tuple[Choice, ...] = ()
+    """The picks with their labels, as the tables and the picture say them (empty in a trace written before
+    traces named their choices: its picks are the bare values)."""
 
     @property
     def call(self) -> str:
         """``decode_pop_preallocated(B)``."""
         return f"{self.action}({', '.join(str(a) for a in self.args)})"
+
+    @property
+    def chose(self) -> list[str]:
+        """What the step's choices decided, one item per pick: ``["chose D1 (decode page for slot 0)", "D0 (...)"]``.
+
+        Empty when the step chose nothing.  A trace that records bare picks
+        only (an older file) says them as such: ``["picks 1", "0 (unlabelled)"]``.
+        """
+        if self.choices:
+            items = [f"{c.value} ({c.label})" for c in self.choices]
+            return [f"chose {items[0]}", *items[1:]]
+        if self.picks:
+            items = [str(p) for p in self.picks]
+            items[-1] += " (unlabelled)"
+            return [f"picks {items[0]}", *items[1:]]
+        return []
 
 
 class TraceKind(Enum):
@@ -96,6 +123,7 @@ class Trace:
                     "action": s.action,
                     "args": list(s.args),
                     "picks": list(s.picks),
+                    **({"choices": [{"label": c.label, "value": c.value} for c in s.choices]} if s.choices else {}),
                     "events": [e.to_json() for e in s.events],
                     "state": s.state,
                 }
@@ -148,6 +176,7 @@ class Trace:
                 picks=tuple(raw.get("picks", [])),
                 events=tuple(Event.from_json(e) for e in raw.get("events", [])),
                 state=dict(raw["state"]),
+                choices=tuple(Choice(str(c["label"]), str(c["value"])) for c in raw.get("choices", [])),
             )
             for raw in data["steps"]
         )

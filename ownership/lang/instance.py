@@ -157,6 +157,7 @@ class View(ViewBase):
         object.__setattr__(self, "_counts", [])
         object.__setattr__(self, "_prefix", [])
         object.__setattr__(self, "_chosen", [])
+        object.__setattr__(self, "_labels", [])
         object.__setattr__(self, "_forced", None)
         object.__setattr__(self, "_chooser", None)
         object.__setattr__(self, "_reduce", frozenset())
@@ -212,7 +213,9 @@ class View(ViewBase):
         """Nondeterministic choice: every option is explored as its own successor.
 
         An empty ``options`` disables the action.  Options should be domain
-        elements or ints (the trace records the chosen value).  Passing the
+        elements or ints (the trace records the chosen value, and when
+        recording, ``label`` with the value's name: the tables and the
+        picture say what each choice decided).  Passing the
         ``domain`` of the options lets a symmetry-reducing search try only one
         of several elements that are indistinguishable right now.
         """
@@ -230,6 +233,8 @@ class View(ViewBase):
             self._picks.append(0)
             self._counts.append(1)
             self._chosen.append(ix(value))
+            if self.recording:
+                self._labels.append((label, self._shown_choice(value, domain)))
             return value
         chooser = self._chooser
         if chooser is not None:
@@ -238,6 +243,8 @@ class View(ViewBase):
             self._picks.append(next(k for k, o in enumerate(options) if o is value or (o.__class__ is not Element and o == value)))
             self._counts.append(len(options))
             self._chosen.append(ix(value))
+            if self.recording:
+                self._labels.append((label, self._shown_choice(value, domain)))
             return value
         if domain is not None and domain.name in self._reduce:
             options = self._inst.distinct_elements(domain.name, options, self._cells)
@@ -246,7 +253,19 @@ class View(ViewBase):
         self._picks.append(idx)
         self._counts.append(len(options))
         self._chosen.append(value._i if value.__class__ is Element else value)
+        if self.recording:
+            self._labels.append((label, self._shown_choice(value, domain)))
         return value
+
+    def _shown_choice(self, value: Any, domain: Domain | None) -> str:
+        """A chosen value as the trace shows it: an element's name, ``yes``/``no``, else the value."""
+        if value.__class__ is Element:
+            return str(value._name)
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if domain is not None and isinstance(value, int):
+            return self.name_of(domain, value)
+        return str(value)
 
     def emit(self, kind: str | Event, violates: str | None = None, **fields: Any) -> None:
         """Record an event for the trace picture (reads, writes, replies); see :meth:`ViewBase.emit`.

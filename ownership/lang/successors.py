@@ -52,6 +52,9 @@ class Successor:
     events: tuple[Event, ...]
     violations: tuple[str, ...] = ()
     """Invariants an event of this step was marked as violating (``s.emit(..., violates=X)``), in order."""
+    choices: tuple[tuple[str, str], ...] = ()
+    """Each ``s.choose`` of the run as (label, chosen value's name); only a recording run of one
+    outcome (:meth:`Successors.run_with_picks`) fills it, for the trace."""
 
 
 class _TooMany(Exception):  # noqa: N818 - a control-flow signal
@@ -116,6 +119,7 @@ class Successors:
                 picks.clear()
                 counts.clear()
                 view._chosen.clear()
+                view._labels.clear()
             if prefix:
                 prefix.clear()
             if events:
@@ -187,6 +191,7 @@ class Successors:
             picks.clear()
             counts.clear()
             chosen.clear()
+            view._labels.clear()
             prefix_list[:] = prefix
             fired = True
             try:
@@ -229,6 +234,7 @@ class Successors:
         view._picks.clear()
         view._counts.clear()
         view._chosen.clear()
+        view._labels.clear()
         view._prefix.clear()
         object.__setattr__(view, hook, value)
         try:
@@ -241,7 +247,8 @@ class Successors:
             raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
         finally:
             object.__setattr__(view, hook, None)
-        return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags))
+        return Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags),
+                         tuple(view._labels))
 
     def disabled_at(self, state: State, ai: ActionInstance) -> tuple[str, int, str] | None:
         """Where ``ai``'s guard fails in ``state``: (file, line, source text) of the spec line that raised.
@@ -251,7 +258,7 @@ class Successors:
         """
         view = self.view
         view._cells[:] = state
-        for hook in (view._picks, view._counts, view._chosen, view._prefix, view.events, view._flags):
+        for hook in (view._picks, view._counts, view._chosen, view._labels, view._prefix, view.events, view._flags):
             hook.clear()
         try:
             ai.action.fn(view, *ai.call)
@@ -283,6 +290,7 @@ class Successors:
             view._picks.clear()
             view._counts.clear()
             view._chosen.clear()
+            view._labels.clear()
             view._prefix[:] = prefix
             view._reads.clear()
             try:

@@ -137,8 +137,11 @@ def _legend_label(trace: Trace, model: DotModel) -> str:
         if marks:
             row(font(esc(marks), size=10, colour=GREY))
     if trace.steps:
-        lanes = ("Each step runs in the lane of the request its action names; below the action: the fields it changed."
-                 if model.requests else "Below each action: the fields it changed.")
+        # Grey lines under an action are its picks: say so only where a step chose something.
+        below = "what it chose (grey), then the fields it changed" if any(s.chose for s in trace.steps) \
+            else "the fields it changed"
+        lanes = (f"Each step runs in the lane of the request its action names; below the action: {below}."
+                 if model.requests else f"Below each action: {below}.")
         row(font(esc(lanes), size=10, colour=GREY))
     used: list[str] = []
     for step in trace.steps:

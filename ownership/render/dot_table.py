@@ -1,7 +1,8 @@
 """The step table of the DOT picture: one row per step, lanes per request, a column per page.
 
 A step's action sits in the lane of the request its first argument names,
-with the per-request fields it changed and its reads and replies.  Each page
+with what its ``s.choose`` calls picked, the per-request fields it changed
+and its reads and replies.  Each page
 cell shows who holds the page after the step and whose KV it contains,
 coloured by the KV's owner; the offending event is filled red, secondary
 violations orange, and the cells of the page's history are outlined red.
@@ -37,7 +38,7 @@ from ownership.render.dot_model import (
     var_of,
     wrap,
 )
-from ownership.render.text import describe_event
+from ownership.render.text import describe_event, wrap_items
 
 
 def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
@@ -45,6 +46,8 @@ def _lane_text(trace: Trace, model: DotModel, i: int, lane: str) -> str:
     step = trace.steps[i - 1]
     before, after = trace.states[i - 1], trace.states[i]
     lines = [font(esc(step.call), size=12, bold=True)]
+    # What the step's s.choose calls decided, under the call: the changes below follow from it.
+    lines += [font(esc(text), size=10, colour=GREY) for text in wrap_items(step.chose, WRAP)]
     changes: list[str] = []
     for name, _old, new in changed_fields(before, after):
         var = var_of(name)
@@ -206,7 +209,7 @@ def steps_label(trace: Trace, model: DotModel) -> str:
         last = i == n_steps and i > 0
         colour = RED if last and trace.violation else (ORANGE if last and model.deadlock else None)
         number = font(esc(str(i)), size=12, bold=True, colour=colour)
-        if i == model.story.root_cause and len(model.story.beats) > 1:
+        if i == model.story.named_cause:
             number += "<BR/>" + font(esc("root"), size=8, colour=RED, bold=True) + "<BR/>" \
                 + font(esc("cause"), size=8, colour=RED, bold=True)
         cells = [f'<TD BGCOLOR="{HEADER}">{number}</TD>']

@@ -60,7 +60,7 @@ def _story_lines(trace: Trace, model: DotModel) -> list[tuple[str, bool]]:
             lines.append((beat.text, False))
             continue
         # The first line at the root-cause step names it (a story of one line is the headline's own step).
-        cause = not marked and beat.step == story.root_cause and len(story.beats) > 1
+        cause = not marked and beat.step == story.named_cause
         marked = marked or cause
         lines.append(((f"root cause, step {beat.step}: " if cause else f"step {beat.step}: ") + beat.text, cause))
     return lines

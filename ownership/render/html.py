@@ -204,12 +204,14 @@ def _source_block(title: str, fn: Any, highlight: Iterable[int] = ()) -> str:
 
 def _steps_table(trace: Trace, hidden: set[str]) -> str:
     story = story_of(trace)
-    cause = story.root_cause if len(story.beats) > 1 else None
+    cause = story.named_cause
     rows = ['<tr><td class="num">0</td><td class="mono">(initial state)</td><td class="changes"></td></tr>']
     prev: Mapping[str, Any] = trace.initial
     last = len(trace.steps)
     for i, step in enumerate(trace.steps, start=1):
-        changes = [
+        # What the step's s.choose calls decided, before the changes that follow from it (as the terminal table).
+        changes = [_e(" ".join(step.chose))] if step.chose else []
+        changes += [
             f"{_e(name)}: {_e(format_value(a))} &rarr; {_e(format_value(b))}"
             for name, a, b in changed_fields(prev, step.state)
             if name.split("[")[0] not in hidden
@@ -243,7 +245,7 @@ def _story_html(trace: Trace) -> str:
     marked = False
     for beat in story.beats:
         text = _e(beat.text) if beat.step is None else f"step {beat.step}: {_e(beat.text)}"
-        if not marked and beat.step is not None and beat.step == story.root_cause:
+        if not marked and beat.step is not None and beat.step == story.named_cause:
             marked = True
             text = f'<strong class="cause">root cause, {text}</strong>'
         items.append(f"<li>{text}</li>")

@@ -260,11 +260,29 @@ def _blank(value: Any) -> Any:
     return object()
 
 
+def wrap_items(items: Sequence[str], width: int) -> list[str]:
+    """``items`` joined with ``", "`` into lines of at most ``width`` characters, broken between items only.
+
+    An item longer than ``width`` gets a line of its own (a label is read whole).
+    """
+    lines: list[str] = []
+    for k, item in enumerate(items):
+        text = item + ("," if k < len(items) - 1 else "")
+        if lines and len(lines[-1]) + 1 + len(text) <= width:
+            lines[-1] += " " + text
+        else:
+            lines.append(text)
+    return lines
+
+
 def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
-    """The trace as numbered steps with the fields each step changed.
+    """The trace as numbered steps with what each step chose and the fields it changed.
 
     Page-pool bookkeeping (free counts, holders, slots) is summarised by the
     step's alloc/free events instead of cell by cell; content changes stay.
+    The root-cause step of the trace's story (:func:`story_of`, which the
+    picture and the HTML report read too) is marked under its action, and
+    the table ends with the story's line for it.
     """
     lines = [f"  {'#':>3}  {'action':<32} changes"]
     if trace.kind is TraceKind.CTI:
@@ -281,6 +299,8 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
         # block table's (no content variable) change when a table is copied or its window moves: kept.
         if pool.content is not None:
             hidden.update(v for v in (pool.free, pool.holders, pool.slot) if v is not None)
+    story = story_of(trace)
+    cause = story.named_cause
     prev: Mapping[str, Any] = trace.initial
     for i, step in enumerate(trace.steps, start=1):
         changes = [
@@ -288,15 +308,22 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
             for name, a, b in changed_fields(prev, step.state)
             if name.split("[")[0] not in hidden
         ]
-        text = ", ".join(changes) if changes else ""
-        wrapped = textwrap.wrap(text, width=WIDTH - 40) or [""]
-        lines.append(f"  {i:>3}  {step.call:<32} {wrapped[0]}")
-        lines.extend(f"  {'':>3}  {'':<32} {w}" for w in wrapped[1:])
-        for ev in step.events:
-            desc = describe_event(ev)
-            if desc:
-                lines.append(f"  {'':>3}  {'':<32} ! {desc}" if ev.violates else f"  {'':>3}  {'':<32} > {desc}")
+        # What the step's s.choose calls decided comes first: the changes follow from it.
+        body = wrap_items(step.chose, WIDTH - 40)
+        body += textwrap.wrap(", ".join(changes), width=WIDTH - 40) if changes else []
+        body = body or [""]  # events start on the line under the call, as the table always drew them
+        body += [f"! {d}" if ev.violates else f"> {d}" for ev in step.events if (d := describe_event(ev))]
+        # The root-cause row says so under its action, as the picture's step column and the report's do.
+        column = [step.call, "(root cause)"] if i == cause else [step.call]
+        for k in range(max(len(body), len(column))):
+            left = column[k] if k < len(column) else ""
+            right = body[k] if k < len(body) else ""
+            lines.append(f"  {i if k == 0 else '':>3}  {left:<32} {right}")
         prev = step.state
+    beat = story.cause_beat if cause is not None else None
+    if beat is not None:
+        lines.extend(textwrap.wrap(f"root cause, step {beat.step}: {beat.text}", width=WIDTH,
+                                   initial_indent="  ", subsequent_indent="    "))
     return lines
 
 

@@ -214,7 +214,9 @@ class PrefixIndex:
     @operation
     def _choose_node(self, s: Any, label: str) -> Any:
         """Any node (``s.choose``); under the Z3 engines one fresh term instead of a path per node."""
-        return s.choose(list(s.all(self.Node)), label=label)
+        # The domain names the chosen node in traces (its prefix, not an index); the index's nodes are
+        # named and never symmetric, so no search reduces this choice by it.
+        return s.choose(list(s.all(self.Node)), label=label, domain=self.Node)
 
     # -- lock references -----------------------------------------------------------------------
     def add_ref(self, s: Any, node: Any, delta: int) -> None:
