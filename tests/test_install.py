@@ -89,7 +89,7 @@ def test_preflight_from_an_empty_directory(venv: Path, tmp_path: Path) -> None:
     res = _run([str(venv / "bin" / "ownership"), "preflight", "--prefill", str(logs / "incident-prefill.log"),
                 "--decode", str(logs / "incident-decode.log"), "--version", "0.5.19", "--no-check-remedy"], cwd=tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
-    assert res.stdout.startswith("UNSAFE  sglang 0.5.19"), res.stdout
+    assert res.stdout.startswith("UNSAFE: do not deploy: ") and "\n  sglang 0.5.19 prefill/decode" in res.stdout, res.stdout
     assert f"ownership check {venv}" in res.stdout  # the reproduce line names the installed spec
 
 
