@@ -145,12 +145,14 @@ run_tests() {
   local tests=()
   case "$engine" in
     sglang-releases) tests=(tests/real_engines/test_sglang_disagg_releases.py
-                            tests/real_engines/test_sglang_preflight_fixtures.py) ;;
+                            tests/real_engines/test_sglang_preflight_fixtures.py
+                            tests/real_engines/test_sglang_admission_limits.py) ;;
     *)
       local file
       for file in tests/real_engines/test_"$engine"_*.py; do
         case "$file" in
-          tests/real_engines/test_sglang_disagg_releases.py | tests/real_engines/test_sglang_preflight_fixtures.py) ;;
+          tests/real_engines/test_sglang_disagg_releases.py | tests/real_engines/test_sglang_preflight_fixtures.py \
+            | tests/real_engines/test_sglang_admission_limits.py) ;;
           *) tests+=("$file") ;;
         esac
       done
