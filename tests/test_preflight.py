@@ -175,6 +175,13 @@ def test_not_covered_vllm_single_node_and_unknown_release(tmp_path: Path) -> Non
     p, d = read_node(DATA / "incident-prefill.log"), read_node(DATA / "incident-decode.log")
     assert "single-node" in _not_covered(p, None, "0.5.19")[0]
     assert "no row of the release table" in _not_covered(p, d, "0.6.0")[0]
+    # a pre-release is no release the table was read from: NOT COVERED, not a usage error
+    (why,) = _not_covered(p, d, "0.5.21rc0")
+    assert why.startswith("SGLang 0.5.21rc0 is a pre-release")
+    assert releases.is_prerelease("0.5.22.dev3") and not releases.is_prerelease("0.5.22.post1")
+    with pytest.raises(OwnershipError, match="is not a version such as") as err:
+        deployment(p, d, "latest")
+    assert err.value.code is Code.PREFLIGHT_VERSION
     other = node_log(tmp_path, "decode", context=1_048_576, pool=1_114_112, page=1024)
     assert "different page sizes (64 and 1,024 tokens)" in _not_covered(p, read_node(other), "0.5.19")[0]
 

@@ -102,6 +102,14 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(g) for g in m.groups(default="0"))
 
 
+def is_prerelease(text: str) -> bool:
+    """``"0.5.21rc0"``, ``"0.5.21.dev3"``: a build whose code no row of the table was read from."""
+    import re
+
+    return re.fullmatch(r"v?\d+\.\d+(?:\.\d+)?(?:\.?post\d+)?[.-]?(?:a|b|rc|c|dev|alpha|beta|pre)\.?\d*(?:\+[\w.]+)?",
+                        text.strip()) is not None
+
+
 def show_version(version: tuple[int, ...]) -> str:
     """``(0, 5, 4, 2)`` -> ``"0.5.4.post2"``."""
     base = ".".join(map(str, version[:3]))

@@ -123,15 +123,17 @@ def deployment(prefill: NodeConfig, decode: NodeConfig | None, version: str | No
                              "both nodes must run one release", b.file, b.lines.get("version") or b.lines.get("vllm_version"))
     if version is not None:
         if releases.parse_version(version) is None:
-            raise OwnershipError(Code.PREFLIGHT_VERSION, f"--version {version!r} is not a version such as 0.5.20")
+            if not releases.is_prerelease(version):
+                raise OwnershipError(Code.PREFLIGHT_VERSION, f"--version {version!r} is not a version such as 0.5.20 "
+                                     "or 0.5.4.post2")
         for n in found.values():
-            if releases.parse_version(n.version or "") != releases.parse_version(version):
+            if not _same_version(n.version or "", version):
                 raise OwnershipError(Code.PREFLIGHT_CONTRADICTORY, f"the file says version {n.version}, --version "
                                      f"says {version}", n.file, n.lines.get("version") or n.lines.get("vllm_version"))
         return Deployment(prefill, decode, version, "--version")
     if found:
         n = next(iter(found.values()))
-        if n.version is not None and releases.parse_version(n.version) is None:
+        if n.version is not None and releases.parse_version(n.version) is None and not releases.is_prerelease(n.version):
             raise OwnershipError(Code.PREFLIGHT_VERSION, f"version {n.version!r} is not readable", n.file, n.lines.get("version"))
         return Deployment(prefill, decode, n.version, n.where("version") if "version" in n.lines else n.where("vllm_version"))
     raise OwnershipError(Code.PREFLIGHT_VERSION, "the startup log does not say which SGLang release runs (only "
@@ -140,6 +142,14 @@ def deployment(prefill: NodeConfig, decode: NodeConfig | None, version: str | No
 
 #: Pages of the largest scaled pool past which the analysis is not attempted (it would not finish).
 MAX_ANALYSED_PAGES = 16
+
+
+def _same_version(a: str, b: str) -> bool:
+    """Two spellings of one version (``0.5.20`` and ``v0.5.20.post0``; pre-releases compared as written)."""
+    pa, pb = releases.parse_version(a), releases.parse_version(b)
+    if pa is not None and pb is not None:
+        return pa == pb
+    return a.strip().lstrip("v") == b.strip().lstrip("v")
 
 
 def switches(dep: Deployment, row: releases.Release) -> dict[str, int]:
@@ -187,7 +197,10 @@ def evaluate(dep: Deployment, max_seconds: float | None = None, check_remedy: bo
                            f"{node.transfer_backend!r}: the spec models Mooncake's transfer")
     assert dep.version is not None
     row = releases.release_for("sglang", releases.parse_version(dep.version) or ())
-    if row is None:
+    if row is None and releases.is_prerelease(dep.version):
+        reasons.append(f"SGLang {dep.version} is a pre-release: its code is not any release's, and the table "
+                       "(ownership/preflight/releases.py) covers releases only; run preflight on the release")
+    elif row is None:
         reasons.append(f"SGLang {dep.version}: no row of the release table (ownership/preflight/releases.py) covers "
                        f"it; covered: {', '.join(releases.describe(r) for r in releases.SGLANG_DISAGG)}")
     formula = admission.formula_for(releases.parse_version(dep.version) or ())
