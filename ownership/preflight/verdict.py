@@ -257,14 +257,12 @@ def _remedies(dep: Deployment, row: releases.Release, formula: admission.Formula
     p, d = dep.prefill, dep.decode
     assert d is not None
     candidates: list[tuple[str, str, str | int | None, Path, Mapped]] = []
-    later = [r for r in releases.SGLANG_DISAGG if r.first > row.last and not r.vulnerable]
-    for target in later:
-        flags = {k: v for k, v in mapped.params.items() if k in ("prefill_auto_truncate", "decode_auto_truncate")}
-        up = spec_params(mapped.params["prefill_pool_tokens"] - 1, mapped.params["decode_pool_tokens"] - 1,
-                         mapped.real_page_size, switches=flags)
-        candidates.append((f"upgrade both nodes to SGLang >= {releases.show_version(target.first)}", "upgrade",
-                           releases.show_version(target.first), SPECS / target.spec, up))
-        break
+    target = next((r for r in releases.SGLANG_DISAGG if r.first > row.last and not r.vulnerable), None)
+    if target is not None:
+        # the same numbers on the later release's spec; its KV checksum starts off, as an upgrade leaves it
+        up = dataclasses.replace(mapped, params={k: v for k, v in mapped.params.items() if k != "kv_checksum"})
+        first = releases.show_version(target.first)
+        candidates.append((f"upgrade both nodes to SGLang >= {first}", "upgrade", first, SPECS / target.spec, up))
     n = context_to_close(p, d, formula)
     if n is not None:
         flags = {k: v for k, v in mapped.params.items() if k.endswith(("_truncate", "checksum"))}
