@@ -19,20 +19,18 @@ symmetry, but it catches order dependencies the sample reaches.
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Stop, Visitor
 from ownership.errors import Code, OwnershipError
 from ownership.lang.declarations import Domain
 from ownership.lang.instance import Instance, State
+from ownership.lang.permutation import Permutation
 from ownership.lang.successors import ActionInstance
-from ownership.lang.types import Ref, RefSet
 
 DEFAULT_SAMPLE = 80
 """States sampled by default: enough to reach past the first allocations, cheap next to a search."""
@@ -66,46 +64,7 @@ def symmetric_domains(inst: Instance) -> list[str]:
 
 def permuter(inst: Instance, domain: str, perm: Sequence[int]) -> Callable[[State], State]:
     """The map ``s -> pi(s)`` for the permutation ``perm`` (old index -> new index) of ``domain``."""
-    width = inst.width
-    pos_map = list(range(width))
-    value_maps: list[Callable[[Any], Any] | None] = [None] * width
-    n = inst.sizes[domain]
-    masks = [sum(1 << perm[i] for i in range(n) if m >> i & 1) for m in range(1 << n)] if n <= 12 else None
-
-    def ref_map(v: Any) -> Any:
-        return v if v is None else perm[v]
-
-    def set_map(v: Any) -> Any:
-        if masks is not None:
-            return masks[v]
-        return sum(1 << perm[i] for i in range(n) if v >> i & 1)
-
-    for var in inst.spec.vars.values():
-        lay = inst.layouts[var.name]
-        axes = [d.name for d in var.index]
-        keys = list(itertools.product(*[range(k) for k in lay.shape])) if lay.shape else [()]
-        strides = []
-        acc = 1
-        for k in reversed(lay.shape):
-            strides.append(acc)
-            acc *= k
-        strides.reverse()
-        vmap: Callable[[Any], Any] | None = None
-        if var.type.refers_to() == domain:
-            vmap = set_map if isinstance(var.type, RefSet) else ref_map if isinstance(var.type, Ref) else None
-        for k, key in enumerate(keys):
-            new = sum((perm[x] if axes[a] == domain else x) * strides[a] for a, x in enumerate(key))
-            pos_map[lay.offset + k] = lay.offset + new
-            value_maps[lay.offset + k] = vmap
-
-    def apply(st: State) -> State:
-        out: list[Any] = [None] * width
-        for k, v in enumerate(st):
-            f = value_maps[k]
-            out[pos_map[k]] = v if f is None else f(v)
-        return tuple(out)
-
-    return apply
+    return Permutation.of(inst, {domain: perm}).apply
 
 
 def _permuted_instances(inst: Instance, domain: str, perm: Sequence[int]) -> list[ActionInstance]:
@@ -225,7 +184,8 @@ class _Perm:
 
     def __init__(self, inst: Instance, parts: list[tuple[str, list[int]]]) -> None:
         self.parts = parts
-        maps = [permuter(inst, d, p) for d, p in parts]
+        # The parts rename different domains, so one permutation renames them all at once.
+        self.pi = Permutation.of(inst, dict(parts))
         index = list(range(len(inst.action_instances)))
         for d, p in parts:
             step = _permuted_instances(inst, d, p)
@@ -236,12 +196,9 @@ class _Perm:
             "(" + " ".join(f"{inst.names[d][i]}->{inst.names[d][p[i]]}" for i in range(len(p)) if p[i] != i) + ")"
             for d, p in parts
         )
-        self._maps = maps
 
     def __call__(self, st: State) -> State:
-        for f in self._maps:
-            st = f(st)
-        return st
+        return self.pi.apply(st)
 
 
 def _check_perm(inst: Instance, check: _Perm, st: State, base: list[list[State] | None], inv_names: list[str]) -> int:
