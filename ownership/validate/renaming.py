@@ -15,17 +15,19 @@ exact (two different elements that sort alike merely stay apart).
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from ownership.lang.declarations import Domain
-from ownership.lang.fields import strides
 from ownership.lang.instance import Instance, State
-from ownership.lang.types import Ref, RefSet
+from ownership.lang.permutation import Permutation, StateShape
 
 Binding = tuple[tuple[str, int], ...]
 """Log ids bound to element indices, sorted by id (hashable, so configurations dedupe)."""
+
+MAX_KEPT = 512
+"""Permutations one :class:`Renamer` keeps built at most (a domain of 6 has 720)."""
 
 
 class Renamer:
@@ -35,24 +37,21 @@ class Renamer:
         self.inst = inst
         self.domain = domain
         self.size = inst.sizes[domain.name]
-        # Per cell: (variable offset, its index tuple, the axes that are this domain, value kind).
-        self.cells: list[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], str]] = []
+        self.shape = StateShape.of(inst)
+        # Cells whose value names an element of the domain: (position, whether it is a set mask).
         self.named: list[tuple[int, bool]] = []
-        for var in inst.spec.vars.values():
-            lay = inst.layouts[var.name]
-            axes = tuple(i for i, d in enumerate(var.index) if d.name == domain.name)
-            kind = ""
-            if isinstance(var.type, Ref) and var.type.domain == domain.name:
-                kind = "ref"
-            elif isinstance(var.type, RefSet) and var.type.domain == domain.name:
-                kind = "set"
-            st = strides(lay.shape)
-            for k, key in enumerate(itertools.product(*[range(n) for n in lay.shape])):
-                self.cells.append((lay.offset, st, tuple(key), axes, kind))
-                if kind:
-                    self.named.append((lay.offset + k, kind == "set"))
+        moves = False
+        for var in self.shape.variables:
+            moves = moves or domain.name in var.index
+            if var.value_domain == domain.name:
+                length = math.prod(var.shape)
+                self.named.extend((var.offset + k, var.is_set) for k in range(length))
         self.own = inst.element_cells[domain.name]
-        self.trivial = all(not axes and not kind for _, _, _, axes, kind in self.cells)
+        # A renaming of a domain that indexes no variable and that no value names changes no state.
+        self.trivial = not moves and not self.named
+        # Permutations already built (each keeps its index maps): the log's configurations
+        # reuse few orderings, and building the maps costs a pass over the layout.
+        self._perms: dict[tuple[int, ...], Permutation] = {}
 
     def signature(self, e: int, state: State) -> tuple[Any, ...]:
         """What tells element ``e`` apart in ``state``: its own cells, and which cells name it."""
@@ -63,21 +62,13 @@ class Renamer:
 
     def permute(self, state: State, perm: Sequence[int]) -> State:
         """``state`` with element ``i`` renamed ``perm[i]`` (cells indexed by it moved, values naming it changed)."""
-        out: list[Any] = list(state)
-        for pos, (offset, st, key, axes, kind) in enumerate(self.cells):
-            value = state[pos]
-            if kind == "ref" and value is not None:
-                value = perm[value]
-            elif kind == "set" and value:
-                value = sum(1 << perm[i] for i in range(self.size) if value >> i & 1)
-            if axes:
-                moved = list(key)
-                for a in axes:
-                    moved[a] = perm[moved[a]]
-                out[offset + sum(i * s for i, s in zip(moved, st, strict=True))] = value
-            else:
-                out[pos] = value
-        return tuple(out)
+        key = tuple(perm)
+        pi = self._perms.get(key)
+        if pi is None:
+            if len(self._perms) >= MAX_KEPT:
+                self._perms.clear()
+            pi = self._perms[key] = Permutation(self.shape, {self.domain.name: key})
+        return pi.apply(state)
 
     def signatures(self, state: State) -> list[tuple[Any, ...]]:
         """:meth:`signature` of every element, in one pass over the cells that name elements."""
