@@ -5,12 +5,21 @@ from __future__ import annotations
 import itertools
 import pickle
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ownership import Enum, Spec
+from ownership.engines.symmetry import (
+    SymmetryPlan,
+    make_canonical_permuter,
+    make_canonicalizer,
+    make_plain_key,
+    plan_symmetry,
+)
 from ownership.lang.instance import Instance, State
+from ownership.lang.loader import load_spec
 from ownership.lang.permutation import MASK_TABLE_BITS, Permutation, StateShape
 from ownership.lang.types import Optional, Ref, RefSet, SetOf
 
@@ -195,3 +204,71 @@ def test_a_one_cell_state_is_still_a_tuple() -> None:
 
     inst = Instance(spec)
     assert Permutation.of(inst, {"Req": [1, 0]}).apply((0,)) == (1,)
+
+
+# -- the canonicaliser's permutation -------------------------------------------------------------
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+TRUST = Path(__file__).resolve().parent / "trust"
+
+
+def _reachable(inst: Instance) -> set[State]:
+    """Every reachable state, without reduction."""
+    seen = {inst.init_state}
+    frontier = [inst.init_state]
+    while frontier:
+        nxt = []
+        for st in frontier:
+            for _, sc in inst.expand(st):
+                if sc.state not in seen:
+                    seen.add(sc.state)
+                    nxt.append(sc.state)
+        frontier = nxt
+    return seen
+
+
+@pytest.mark.parametrize("path", [
+    SPECS / "sglang_single_node.py",                      # Req permuted, KvPage sorted
+    SPECS / "vllm_nixl_multi_handle_failure_fixed.py",   # two permuted domains and a sorted one
+    SPECS / "vllm_fork_double_free_fixed.py",            # two permuted domains
+    SPECS / "sglang_paged_allocator.py",                 # Page permuted, Req sorted
+    TRUST / "scalar_two_index_domains.py",               # one table indexed by a permuted and a sorted domain
+])
+def test_the_canonical_permutation_reaches_the_state_the_key_describes(path: Path) -> None:
+    inst = Instance(load_spec(path))
+    plan = plan_symmetry(inst)
+    assert plan.permuted, plan.describe()
+    key_of = make_canonicalizer(inst, plan)
+    canon = make_canonical_permuter(inst, plan)
+    plain = make_plain_key(inst, plan)
+    states = _reachable(inst)
+    representatives: dict[Any, State] = {}
+    moved = 0
+    for st in states:
+        key, pi = canon(st)
+        image = pi.apply(st)
+        assert key == key_of(st)
+        assert plain(image) == key, (pi, st)
+        assert pi.inverse().apply(image) == st
+        # The representative is a function of the key: one state per orbit.
+        assert representatives.setdefault(key, image) == image
+        moved += not pi.is_identity
+    assert moved and len(representatives) < len(states)  # the test renamed something and merged orbits
+
+
+def test_without_a_reduced_domain_the_permutation_is_the_identity() -> None:
+    inst = _spec()
+    canon = make_canonical_permuter(inst, SymmetryPlan((), (), ()))
+    st = _random_state(inst, random.Random(2))
+    key, pi = canon(st)
+    assert key == st and pi.is_identity and pi == Permutation.identity(inst)
+
+
+def test_the_canonical_permutation_pickles_with_its_key() -> None:
+    inst = Instance(load_spec(SPECS / "sglang_single_node.py"))
+    plan = plan_symmetry(inst)
+    canon = make_canonical_permuter(inst, plan)
+    st = next(s for s in _reachable(inst) if not canon(s)[1].is_identity)
+    key, pi = canon(st)
+    key2, pi2 = pickle.loads(pickle.dumps((key, pi)))
+    assert key2 == key and pi2 == pi and make_plain_key(inst, plan)(pi2.apply(st)) == key

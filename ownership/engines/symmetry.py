@@ -17,23 +17,30 @@ Dill).  The key computed here is the *exact* canonical form:
   (handles and pages in ``pending[Handle, Page]``), the smaller is permuted.
 
 The canonicaliser is generated as Python source for each instance so the hot
-loop is a single function call.
+loop is a single function call.  A variant (:func:`make_canonical_permuter`)
+also returns the :class:`~ownership.lang.permutation.Permutation` that takes
+the state to the representative its key describes; the explorer's key-only
+function is generated from the same pieces and does none of that work.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ownership.lang.fields import strides as layout_strides
 from ownership.lang.instance import Instance, State
+from ownership.lang.permutation import Permutation, StateShape
 from ownership.lang.types import Ref, RefSet
 
 MAX_PERMUTED = 6
 """Largest value-referenced symmetric domain canonicalised by enumeration."""
+
+MAX_KEPT_PERMUTATIONS = 4096
+"""Permutations a canonical permuter keeps built (with their index maps) before starting over."""
 
 
 @dataclass(frozen=True)
@@ -94,125 +101,220 @@ def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], 
     """A function mapping a state to a hashable key equal for all states in its orbit."""
     if not plan.permuted and not plan.sorted:
         return lambda st: st
-    spec = inst.spec
-    sizes = inst.sizes
-    perm_doms = list(plan.permuted)
-    sort_doms = list(plan.sorted)
+    return _Generated(inst, plan).compile("key")  # type: ignore[no-any-return]
 
-    # Per permutation of the permuted domains: inverse index variables and value maps.
-    per_dom_perms = [list(itertools.permutations(range(sizes[d]))) for d in perm_doms]
-    perms: list[tuple[Any, ...]] = []
-    combo: tuple[tuple[int, ...], ...]
-    for combo in itertools.product(*per_dom_perms):
-        entry: list[Any] = []
-        for dname, pm in zip(perm_doms, combo, strict=True):
-            n = sizes[dname]
-            inv = [0] * n
-            for old, new in enumerate(pm):
-                inv[new] = old
-            refmap: dict[Any, int] = {None: -1}
-            refmap.update({old: new for old, new in enumerate(pm)})
-            maskmap = []
-            for mask in range(1 << n):
-                m = 0
-                for old in range(n):
-                    if mask >> old & 1:
-                        m |= 1 << pm[old]
-                maskmap.append(m)
-            entry.extend(inv)
-            entry.append(refmap)
-            entry.append(tuple(maskmap))
-        perms.append(tuple(entry))
 
-    unpack: list[str] = []
-    for k, dname in enumerate(perm_doms):
-        unpack.extend(f"i{k}_{j}" for j in range(sizes[dname]))
-        unpack.append(f"R{k}")
-        unpack.append(f"M{k}")
+def make_canonical_permuter(inst: Instance, plan: SymmetryPlan) -> Callable[[State], tuple[Any, Permutation]]:
+    """A function mapping a state to its canonical key and a :class:`Permutation` that reaches it.
 
-    def value_expr(vtype: Any, cell: str) -> str:
-        ref = vtype.refers_to()
-        if ref in perm_doms:
-            k = perm_doms.index(ref)
-            return f"M{k}[{cell}]" if isinstance(vtype, RefSet) else f"R{k}[{cell}]"
-        if isinstance(vtype, Ref) and vtype.optional:
-            return f"(-1 if {cell} is None else {cell})"
-        return cell
+    ``canon(st) == (key, pi)`` with ``key == make_canonicalizer(inst, plan)(st)``
+    and ``make_plain_key(inst, plan)(pi.apply(st)) == key``: ``pi.apply(st)`` is
+    the orbit's representative the key describes.  Slower than the key alone
+    (it keeps the winning candidate and sorts rows by index); the explorer's
+    hot path uses :func:`make_canonicalizer`.
+    """
+    shape = StateShape.of(inst)
+    if not plan.permuted and not plan.sorted:
+        identity = Permutation(shape)
+        return lambda st: (st, identity)
+    gen = _Generated(inst, plan)
+    raw = gen.compile("perm")
+    perm_doms = gen.perm_doms
+    sort_doms = gen.sort_doms
 
-    def value_expr_plain(vtype: Any) -> str:
-        if isinstance(vtype, Ref) and vtype.optional:
-            return "(-1 if {0} is None else {0})"
-        return "{0}"
+    # The permutations built so far, by winner: few orderings recur, and a kept permutation
+    # keeps its compiled index maps.  Bounded, since sorted domains allow n! orders.
+    built: dict[Any, Permutation] = {}
 
-    rest_exprs: list[str] = []
-    row_exprs: dict[str, list[str]] = {d: [] for d in sort_doms}
-    for v in spec.vars.values():
-        lay = inst.layouts[v.name]
-        names = [d.name for d in v.index]
-        strides = list(layout_strides(lay.shape))
-        sort_axis = next((a for a, n in enumerate(names) if n in sort_doms), None)
-        other_axes = [a for a in range(len(names)) if a != sort_axis]
-        for cell in itertools.product(*[range(lay.shape[a]) for a in other_axes]):
-            terms = [str(lay.offset)]
-            for a, j in zip(other_axes, cell, strict=True):
-                dname = names[a]
-                if dname in perm_doms:
-                    terms.append(f"i{perm_doms.index(dname)}_{j}*{strides[a]}")
-                else:
-                    terms.append(str(j * strides[a]))
-            if sort_axis is not None:
-                terms.append(f"p*{strides[sort_axis]}" if strides[sort_axis] != 1 else "p")
-                row_exprs[names[sort_axis]].append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
-            else:
-                rest_exprs.append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
+    def canon(st: State) -> tuple[Any, Permutation]:
+        key, orderings, rows = raw(st)
+        # An ordering lists the old element placed at each new position; a row list is
+        # indexed by old element and its sorted order is the new order.
+        orders = (orderings, tuple(tuple(sorted(range(len(r)), key=r.__getitem__)) for r in rows))
+        pi = built.get(orders)
+        if pi is None:
+            if len(built) >= MAX_KEPT_PERMUTATIONS:
+                built.clear()
+            maps = {d: _inverse(o) for d, o in zip(perm_doms, orderings, strict=True)}
+            maps.update({d: _inverse(o) for d, o in zip(sort_doms, orders[1], strict=True)})
+            pi = built[orders] = Permutation(shape, maps)
+        return key, pi
 
-    # Per permuted domain, a permutation-invariant signature of each element (its own
-    # cells that name no element of the domain): only orderings that sort elements by
-    # signature are tried, so the usual case is one ordering instead of n!.
-    sig_exprs: dict[str, list[str]] = {}
-    for dname in perm_doms:
-        cols = []
+    return canon
+
+
+def make_plain_key(inst: Instance, plan: SymmetryPlan) -> Callable[[State], Any]:
+    """The key of a state as it stands (no renaming, rows in index order), in the canonical key's form.
+
+    For the representative ``pi.apply(st)`` that :func:`make_canonical_permuter`
+    returns, this is the canonical key of ``st``: what the reduction stores is
+    a function of that state alone.
+    """
+    if not plan.permuted and not plan.sorted:
+        return lambda st: st
+    return _Generated(inst, plan).compile("plain")  # type: ignore[no-any-return]
+
+
+def _inverse(order: Sequence[int]) -> list[int]:
+    out = [0] * len(order)
+    for new, old in enumerate(order):
+        out[old] = new
+    return out
+
+
+class _Generated:
+    """The pieces of the generated canonicaliser's source, shared by its variants."""
+
+    def __init__(self, inst: Instance, plan: SymmetryPlan) -> None:
+        spec = inst.spec
+        self.name = spec.name
+        self.sizes = sizes = inst.sizes
+        self.perm_doms = perm_doms = list(plan.permuted)
+        self.sort_doms = sort_doms = list(plan.sorted)
+
+        # Per permutation of the permuted domains: inverse index variables and value maps.
+        per_dom_perms = [list(itertools.permutations(range(sizes[d]))) for d in perm_doms]
+        perms: list[tuple[Any, ...]] = []
+        combo: tuple[tuple[int, ...], ...]
+        for combo in itertools.product(*per_dom_perms):
+            entry: list[Any] = []
+            for dname, pm in zip(perm_doms, combo, strict=True):
+                n = sizes[dname]
+                inv = [0] * n
+                for old, new in enumerate(pm):
+                    inv[new] = old
+                refmap: dict[Any, int] = {None: -1}
+                refmap.update({old: new for old, new in enumerate(pm)})
+                maskmap = []
+                for mask in range(1 << n):
+                    m = 0
+                    for old in range(n):
+                        if mask >> old & 1:
+                            m |= 1 << pm[old]
+                    maskmap.append(m)
+                entry.extend(inv)
+                entry.append(refmap)
+                entry.append(tuple(maskmap))
+            perms.append(tuple(entry))
+
+        unpack: list[str] = []
+        self.unpack = unpack
+        for k, dname in enumerate(perm_doms):
+            unpack.extend(f"i{k}_{j}" for j in range(sizes[dname]))
+            unpack.append(f"R{k}")
+            unpack.append(f"M{k}")
+
+        def value_expr(vtype: Any, cell: str) -> str:
+            ref = vtype.refers_to()
+            if ref in perm_doms:
+                k = perm_doms.index(ref)
+                return f"M{k}[{cell}]" if isinstance(vtype, RefSet) else f"R{k}[{cell}]"
+            if isinstance(vtype, Ref) and vtype.optional:
+                return f"(-1 if {cell} is None else {cell})"
+            return cell
+
+        def value_expr_plain(vtype: Any) -> str:
+            if isinstance(vtype, Ref) and vtype.optional:
+                return "(-1 if {0} is None else {0})"
+            return "{0}"
+
+        rest_exprs: list[str] = []
+        row_exprs: dict[str, list[str]] = {d: [] for d in sort_doms}
+        self.rest_exprs, self.row_exprs = rest_exprs, row_exprs
         for v in spec.vars.values():
-            if [d.name for d in v.index] == [dname] and v.type.refers_to() != dname:
-                lay = inst.layouts[v.name]
-                cols.append((lay.offset, value_expr_plain(v.type)))
-        sig_exprs[dname] = [
-            "(" + "".join(f.format(f"st[{off + e}]") + ", " for off, f in cols) + ")" for e in range(sizes[dname])
-        ]
+            lay = inst.layouts[v.name]
+            names = [d.name for d in v.index]
+            strides = list(layout_strides(lay.shape))
+            sort_axis = next((a for a, n in enumerate(names) if n in sort_doms), None)
+            other_axes = [a for a in range(len(names)) if a != sort_axis]
+            for cell in itertools.product(*[range(lay.shape[a]) for a in other_axes]):
+                terms = [str(lay.offset)]
+                for a, j in zip(other_axes, cell, strict=True):
+                    dname = names[a]
+                    if dname in perm_doms:
+                        terms.append(f"i{perm_doms.index(dname)}_{j}*{strides[a]}")
+                    else:
+                        terms.append(str(j * strides[a]))
+                if sort_axis is not None:
+                    terms.append(f"p*{strides[sort_axis]}" if strides[sort_axis] != 1 else "p")
+                    row_exprs[names[sort_axis]].append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
+                else:
+                    rest_exprs.append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
 
-    lines = ["def canon(st):", "    best = None"]
-    for k, dname in enumerate(perm_doms):
-        lines.append(f"    sigs{k} = [{', '.join(sig_exprs[dname])}]")
-        lines.append(f"    cands{k} = ORDERINGS(sigs{k})")
-    if perm_doms:
-        lines.append("    for combo in PRODUCT(" + ", ".join(f"cands{k}" for k in range(len(perm_doms))) + "):")
-        lines.append("        (" + ", ".join(unpack) + ",) = PERMINFO[combo]")
-    else:
-        lines.append("    for _ in (None,):")
-    parts = ["(" + "".join(e + ", " for e in rest_exprs) + ")"]
-    for d in sort_doms:
-        row = "(" + "".join(e + ", " for e in row_exprs[d]) + ")"
-        lines.append(f"        rows_{d} = tuple(sorted([{row} for p in range({sizes[d]})]))")
-        parts.append(f"rows_{d}")
-    lines.append("        key = (" + ", ".join(parts) + ",)")
-    lines.append("        if best is None or key < best:")
-    lines.append("            best = key")
-    lines.append("    return best")
-    source = "\n".join(lines)
-    # PERMINFO maps a tuple of orderings (one per permuted domain; ordering[j] = the old
-    # element placed at position j) to the unpacked inverse indices and value maps.
-    perm_info: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
-    for orderings, info in zip(itertools.product(*per_dom_perms), perms, strict=True):
-        key: list[tuple[int, ...]] = []
-        for dname, pm in zip(perm_doms, orderings, strict=True):
-            inverse = [0] * sizes[dname]
-            for old, new in enumerate(pm):
-                inverse[new] = old
-            key.append(tuple(inverse))
-        perm_info[tuple(key)] = info
-    namespace: dict[str, Any] = {"PERMINFO": perm_info, "ORDERINGS": _orderings, "PRODUCT": itertools.product}
-    exec(compile(source, f"<symmetry:{spec.name}>", "exec"), namespace)  # noqa: S102 - generated from the spec layout
-    return namespace["canon"]  # type: ignore[no-any-return]
+        # Per permuted domain, a permutation-invariant signature of each element (its own
+        # cells that name no element of the domain): only orderings that sort elements by
+        # signature are tried, so the usual case is one ordering instead of n!.
+        sig_exprs: dict[str, list[str]] = {}
+        self.sig_exprs = sig_exprs
+        for dname in perm_doms:
+            cols = []
+            for v in spec.vars.values():
+                if [d.name for d in v.index] == [dname] and v.type.refers_to() != dname:
+                    lay = inst.layouts[v.name]
+                    cols.append((lay.offset, value_expr_plain(v.type)))
+            sig_exprs[dname] = [
+                "(" + "".join(f.format(f"st[{off + e}]") + ", " for off, f in cols) + ")" for e in range(sizes[dname])
+            ]
+
+        # PERMINFO maps a tuple of orderings (one per permuted domain; ordering[j] = the old
+        # element placed at position j) to the unpacked inverse indices and value maps.
+        perm_info: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
+        self.perm_info = perm_info
+        for orderings, info in zip(itertools.product(*per_dom_perms), perms, strict=True):
+            key: list[tuple[int, ...]] = []
+            for dname, pm in zip(perm_doms, orderings, strict=True):
+                inverse = [0] * sizes[dname]
+                for old, new in enumerate(pm):
+                    inverse[new] = old
+                key.append(tuple(inverse))
+            perm_info[tuple(key)] = info
+
+    def source(self, mode: str) -> str:
+        """The generated function: ``key`` (the key), ``perm`` (also the winner) or ``plain`` (no renaming)."""
+        perm_doms, sort_doms, sizes = self.perm_doms, self.sort_doms, self.sizes
+        lines = ["def canon(st):", "    best = None"]
+        if mode == "plain":
+            lines.append("    for combo in (IDENTITY,):")
+        else:
+            for k, dname in enumerate(perm_doms):
+                lines.append(f"    sigs{k} = [{', '.join(self.sig_exprs[dname])}]")
+                lines.append(f"    cands{k} = ORDERINGS(sigs{k})")
+            if perm_doms:
+                lines.append("    for combo in PRODUCT(" + ", ".join(f"cands{k}" for k in range(len(perm_doms))) + "):")
+            else:
+                lines.append("    for _ in (None,):" if mode == "key" else "    for combo in ((),):")
+        if perm_doms:
+            lines.append("        (" + ", ".join(self.unpack) + ",) = PERMINFO[combo]")
+        parts = ["(" + "".join(e + ", " for e in self.rest_exprs) + ")"]
+        for d in sort_doms:
+            row = "(" + "".join(e + ", " for e in self.row_exprs[d]) + ")"
+            if mode == "key":
+                lines.append(f"        rows_{d} = tuple(sorted([{row} for p in range({sizes[d]})]))")
+            else:
+                lines.append(f"        list_{d} = [{row} for p in range({sizes[d]})]")
+                # The row lists stay in index order: their sort is the winner's renaming.
+                rows = f"sorted(list_{d})" if mode == "perm" else f"list_{d}"
+                lines.append(f"        rows_{d} = tuple({rows})")
+            parts.append(f"rows_{d}")
+        lines.append("        key = (" + ", ".join(parts) + ",)")
+        lines.append("        if best is None or key < best:")
+        lines.append("            best = key")
+        if mode == "perm":
+            lines.append("            won = combo")
+            lines.append("            won_rows = (" + "".join(f"list_{d}, " for d in sort_doms) + ")")
+            lines.append("    return best, won, won_rows")
+        else:
+            lines.append("    return best")
+        return "\n".join(lines)
+
+    def compile(self, mode: str) -> Callable[[State], Any]:
+        """The function :meth:`source` defines, compiled."""
+        identity = tuple(tuple(range(self.sizes[d])) for d in self.perm_doms)
+        namespace: dict[str, Any] = {"PERMINFO": self.perm_info, "ORDERINGS": _orderings,
+                                     "PRODUCT": itertools.product, "IDENTITY": identity}
+        code = compile(self.source(mode), f"<symmetry:{self.name}>", "exec")
+        exec(code, namespace)  # noqa: S102 - generated from the spec layout
+        return namespace["canon"]  # type: ignore[no-any-return]
 
 
 def _orderings(sigs: list[Any]) -> list[tuple[int, ...]]:

@@ -15,7 +15,6 @@ on the first call and rebuilt after unpickling, never shipped.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -196,17 +195,20 @@ class Permutation:
         source = list(range(shape.width))
         fixes: list[tuple[int, Any]] = []
         for var in shape.variables:
-            axis_maps = [perms.get(d) for d in var.index]
-            st = strides(var.shape)
-            table = None
-            if var.value_domain in tables:
-                table = tables[var.value_domain][1 if var.is_set else 0]
-            for k, key in enumerate(itertools.product(*[range(n) for n in var.shape])):
-                new = var.offset + sum((x if m is None else m[x]) * s
-                                       for x, m, s in zip(key, axis_maps, st, strict=True))
+            table = tables[var.value_domain][1 if var.is_set else 0] if var.value_domain in tables else None
+            moved = any(d in perms for d in var.index)
+            if not moved and table is None:
+                continue
+            # New position of every cell, in row-major order (the order of the old positions):
+            # built one axis at a time, so a table costs one pass per axis.
+            targets = [var.offset]
+            for d, n, st in zip(var.index, var.shape, strides(var.shape), strict=True):
+                m = perms.get(d) or range(n)
+                targets = [t + m[x] * st for t in targets for x in range(n)]
+            for k, new in enumerate(targets):
                 source[new] = var.offset + k
-                if table is not None:
-                    fixes.append((new, table))
+            if table is not None:
+                fixes.extend((new, table) for new in targets)
         if shape.width == 1:
             only = source[0]
             return (lambda st: (st[only],)), fixes
