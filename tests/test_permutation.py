@@ -272,3 +272,18 @@ def test_the_canonical_permutation_pickles_with_its_key() -> None:
     key, pi = canon(st)
     key2, pi2 = pickle.loads(pickle.dumps((key, pi)))
     assert key2 == key and pi2 == pi and make_plain_key(inst, plan)(pi2.apply(st)) == key
+
+
+def test_the_symmetry_check_and_the_log_renamer_rename_as_permutation_does() -> None:
+    from ownership.engines.symcheck import permuter
+    from ownership.validate.renaming import Renamer
+
+    inst = _spec()
+    renamer = Renamer(inst, inst.spec.domains["Req"])
+    rng = random.Random(11)
+    states = [_random_state(inst, rng) for _ in range(10)]
+    for perm in _all_perms(inst, "Req"):
+        pi = permuter(inst, "Req", perm)
+        for st in states:
+            want = _by_name(inst, st, {"Req": perm})
+            assert pi(st) == want and renamer.permute(st, perm) == want
