@@ -287,3 +287,21 @@ def test_the_symmetry_check_and_the_log_renamer_rename_as_permutation_does() -> 
         for st in states:
             want = _by_name(inst, st, {"Req": perm})
             assert pi(st) == want and renamer.permute(st, perm) == want
+
+
+def test_a_domain_that_nothing_mentions_renames_nothing() -> None:
+    spec = Spec("unmentioned")
+    spec.domain("Req", 2, symmetric=True)
+    spec.var("steps", int, init=0)
+
+    @spec.action
+    def tick(s: Any) -> None:
+        s.steps = 1
+
+    @spec.invariant
+    def fine(s: Any) -> bool:
+        return True
+
+    inst = Instance(spec)
+    pi = Permutation.of(inst, {"Req": [1, 0]})
+    assert not pi.is_identity and pi.apply((5,)) == (5,)

@@ -194,11 +194,13 @@ class Permutation:
                          else _MaskRenamer(perm))
         source = list(range(shape.width))
         fixes: list[tuple[int, Any]] = []
+        touched = False
         for var in shape.variables:
             table = tables[var.value_domain][1 if var.is_set else 0] if var.value_domain in tables else None
             moved = any(d in perms for d in var.index)
             if not moved and table is None:
                 continue
+            touched = True
             # New position of every cell, in row-major order (the order of the old positions):
             # built one axis at a time, so a table costs one pass per axis.
             targets = [var.offset]
@@ -209,6 +211,8 @@ class Permutation:
                 source[new] = var.offset + k
             if table is not None:
                 fixes.extend((new, table) for new in targets)
+        if not touched:
+            return None, []  # the permuted domains index no variable and name no value
         if shape.width == 1:
             only = source[0]
             return (lambda st: (st[only],)), fixes
