@@ -86,7 +86,11 @@ class Evaluator:
         return view
 
     def reads(self) -> frozenset[int]:
-        """Positions of the state cells read since the last call (:meth:`at`, a run or an invariant)."""
+        """Positions of the state cells read since the last call (:meth:`at`, a run or an invariant).
+
+        After :meth:`expand` it holds what the last action instance run read:
+        the expansion keeps a read log per action for its guard footprints.
+        """
         return frozenset(self._view._reads)
 
     # -- running actions ----------------------------------------------------------------
