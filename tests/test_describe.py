@@ -7,6 +7,7 @@ absolute path (or the library's copy).
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import pickle
@@ -248,3 +249,18 @@ def test_callers_outside_the_language_use_no_private_cell_of_the_view(module: st
     text = (ROOT / module).read_text()
     for private in ("view._", "._cells", "._reads", ".mode("):
         assert private not in text, f"{module} uses {private}"
+
+
+def test_a_library_spec_is_rebuilt_from_the_receivers_library_whatever_the_path() -> None:
+    inst = Instance(load_spec(library_dir() / V21.name), {"requests": 2})
+    description = describe(inst)
+    assert description.library_name == V21.name
+    # Another installation puts the library elsewhere: the name, not the describing side's path, is what counts.
+    moved = dataclasses.replace(description, path="/nowhere/else/" + V21.name)
+    again = moved.instantiate()
+    assert again.spec.name == inst.spec.name and again.param_values == inst.param_values
+    assert again.init_state == inst.init_state
+    assert [ai.label for ai in again.action_instances] == [ai.label for ai in inst.action_instances]
+    outside = dataclasses.replace(description, path="/nowhere/else/" + V21.name, library_name=None)
+    with pytest.raises(OwnershipError, match="no such spec file"):
+        outside.instantiate()
