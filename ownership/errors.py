@@ -94,6 +94,8 @@ class Code(enum.Enum):
 
     CACHE_INVALID = (105, "a cache or a pair of caches is declared wrongly")
 
+    INSTANCE_NOT_PORTABLE = (106, "an instance cannot be rebuilt from its description")
+
     OPERATIONS_INVALID = (95, "a declaration of operations per request or of jobs is malformed")
     COUNTER_NOT_INT = (96, "counters_nonnegative names a variable that is not a declared integer")
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ownership.core.events import Event, make_event
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location, location_in
@@ -40,6 +40,9 @@ from ownership.lang.purity import check_static
 from ownership.lang.statejson import StateCodec
 from ownership.lang.successors import ActionInstance, Successors
 from ownership.lang.types import Ref
+
+if TYPE_CHECKING:
+    from ownership.lang.evaluator import Evaluator
 
 State = tuple[Any, ...]
 """A concrete state: one flat tuple, variables laid out in declaration order."""
@@ -461,6 +464,22 @@ class Instance(Successors, DeterminismAudit, InvariantChecks, StateCodec):
         finally:
             object.__setattr__(view, "recording", was_recording)
             object.__setattr__(view, "_reduce", was_reduce)
+
+    def evaluator(self, *, recording: bool = True, choice_reduction: Iterable[str] = ()) -> Evaluator:
+        """This instance's :class:`~ownership.lang.evaluator.Evaluator` with these modes, built on first use.
+
+        An evaluator has a view of its own whose modes never change, so
+        callers that keep one need no :meth:`mode` block and touch no private
+        cell of the view; one is kept per set of modes.
+        """
+        from ownership.lang.evaluator import Evaluator
+
+        reduce = frozenset(choice_reduction)
+        kept: dict[tuple[bool, frozenset[str]], Evaluator] = self.__dict__.setdefault("_evaluators", {})
+        found = kept.get((recording, reduce))
+        if found is None:
+            found = kept[(recording, reduce)] = Evaluator(self, recording=recording, choice_reduction=reduce)
+        return found
 
     def distinct_elements(self, domain: str, options: Sequence[Any], cur: Sequence[Any]) -> list[Any]:
         """``options`` with all but the first of each group of identical elements removed."""

@@ -12,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, rule_name
 from ownership.errors import Code, OwnershipError
 from ownership.lang.elements import plain
+from ownership.lang.evaluator import Evaluator
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance
 from ownership.testing.adapter import Adapter, Rejected, source_of
@@ -63,6 +64,8 @@ class ConformanceMachine(RuleBasedStateMachine):
     """Base of generated lock-step machines: the spec state, the adapter, the step table."""
 
     _inst: Instance
+    _eval: Evaluator
+    """The spec's semantics on a view of the machine's own, recording nothing (the steps are not traced)."""
     _adapter_cls: type[Adapter]
     _by_action: Mapping[str, Sequence[ActionInstance]]
     _checked: tuple[str, ...]
@@ -91,10 +94,10 @@ class ConformanceMachine(RuleBasedStateMachine):
     def candidates(self, action: str) -> list[ActionInstance]:
         """Instances to try: the enabled ones, plus every one for a probed action."""
         if self._cands_at is not self.state:
-            inst, state = self._inst, self.state
+            ev, state = self._eval, self.state
             probed = self._adapter_cls.probe_disabled
             self._cands = {
-                a: list(ais) if a in probed else [ai for ai in ais if inst.first_outcome(state, ai) is not None]
+                a: list(ais) if a in probed else [ai for ai in ais if ev.first_outcome(state, ai) is not None]
                 for a, ais in self._by_action.items()
             }
             self._cands_at = state
@@ -128,7 +131,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         else:
             ai = self._by_action[action][0]
         method = getattr(self.adapter, action)
-        allowed = inst.first_outcome(self.state, ai)
+        allowed = self._eval.first_outcome(self.state, ai)
         refused: tuple[type[BaseException], ...] = (Rejected, *self._adapter_cls.rejected)
         row = Row(ai.label, "allowed" if allowed is not None else "forbidden (guard false)", "")
         self.rows.append(row)
@@ -156,7 +159,7 @@ class ConformanceMachine(RuleBasedStateMachine):
             self._fail(f"step {len(self.rows)} {ai.label}: the implementation raised {type(exc).__name__}: {exc}")
             return
         chosen = tuple(picks) if picks is not None else ()
-        succ = inst.run_with_picks(self.state, ai, chosen)
+        succ = self._eval.run_with_picks(self.state, ai, chosen)
         if succ is None:
             if not chosen and allowed.picks:
                 raise OwnershipError(
@@ -179,8 +182,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         self._compare(ai.label)
 
     def _compare(self, after: str) -> None:
-        view = self._inst.view
-        view._cells[:] = self.state
+        view = self._eval.at(self.state)
         # The implementation names pages and requests by number: compare the spec's elements as indices.
         expected = plain(self.adapter.expected(view))
         observed = self.adapter.observe()
@@ -236,7 +238,7 @@ def _restart(self: ConformanceMachine) -> None:
 
 def _make_invariant(name: str) -> Callable[[ConformanceMachine], None]:
     def check(self: ConformanceMachine) -> None:
-        if not self._inst.holds(self.state, name):
+        if not self._eval.holds(self.state, name):
             raise InvariantViolation(name, f"step {len(self.rows)} (the spec itself is inconsistent)")
 
     check.__name__ = check.__qualname__ = f"spec_invariant_{name}"
@@ -261,6 +263,7 @@ def conformance_machine(inst: Instance, adapter_cls: type[Adapter]) -> type[Conf
         by_action[ai.action.name].append(ai)
     ns: dict[str, Any] = {
         "_inst": inst,
+        "_eval": inst.evaluator(recording=False),
         "_adapter_cls": adapter_cls,
         "_by_action": by_action,
         "_checked": tuple(spec.invariants),

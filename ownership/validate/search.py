@@ -31,6 +31,7 @@ from typing import Any
 
 from ownership.errors import Code, OwnershipError
 from ownership.lang.declarations import Domain
+from ownership.lang.evaluator import Evaluator
 from ownership.lang.instance import Instance, State
 from ownership.lang.logmap import LogIds, LogRule
 from ownership.lang.successors import ActionInstance
@@ -114,6 +115,8 @@ class Validator:
     def __init__(self, inst: Instance, ids: LogIds, rules: dict[str, LogRule], log: EventLog, node: str,
                  options: ValidateOptions) -> None:
         self.inst, self.ids, self.rules, self.log, self.node, self.opts = inst, ids, rules, log, node, options
+        # Its own view, never recording: events are not part of what a log is checked against.
+        self.eval = inst.evaluator(recording=False)
         header_node = log.header.nodes[node]
         usable = [p for p in range(header_node.pages) if p not in header_node.reserved]
         self.page_elem = {p: i for i, p in enumerate(usable)}
@@ -237,9 +240,9 @@ class Validator:
             shown = ", ".join(f"{act.arg_names[pos]}={v}" for pos, v in fixed)
             why.append((rule.action, f"no instance of {rule.action} has the logged arguments ({shown})"))
         for ai in candidates:
-            succs = self.inst.successors_of(state, ai)
+            succs = self.eval.successors(state, ai)
             if not succs and why is not None:
-                why.append((ai.label, _guard_reason(self.inst, state, ai)))
+                why.append((ai.label, _guard_reason(self.eval, state, ai)))
             for succ in succs:
                 bad = self._changes(rule, state, succ.state, expect)
                 if bad is not None:
@@ -277,8 +280,7 @@ class Validator:
                label: str) -> bool:
         if rule.where is None:
             return True
-        view = self.inst.view
-        view._cells[:] = state
+        view = self.eval.at(state)
         try:
             ok = bool(rule.where(view, e))
         except OwnershipError:
@@ -287,7 +289,6 @@ class Validator:
             raise OwnershipError(Code.SPEC_RUNTIME, f"the where= of spec.logs({rule.kind!r}) raised "
                                  f"{type(exc).__name__}: {exc} (it sees e.req and e.content only when it names "
                                  "them itself)", rule.file, rule.line) from None
-        view._reads.clear()
         if not ok and why is not None:
             why.append((label, f"effect disagrees with the log: the rule's where= ({_source_line(rule)}) is false "
                                "after the step"))
@@ -306,7 +307,7 @@ class Validator:
             nxt: list[Config] = []
             for c in frontier:
                 for ai in self.internal:
-                    for succ in self.inst.successors_of(c.state, ai):
+                    for succ in self.eval.successors(c.state, ai):
                         n = self.canonical(Config(succ.state, c.reqs, c.keys))
                         if n not in seen:
                             if len(seen) >= self.opts.max_configs:
@@ -326,35 +327,34 @@ class Validator:
                                   dict(inst.param_values), internal=tuple(sorted({ai.action.name for ai in self.internal})))
         configs: dict[Config, None] = {Config(inst.init_state): None}
         last = start
-        with inst.mode(recording=False):
-            for n, ev in enumerate(self.log.events, start=1):
-                now = time.monotonic()
-                if progress is not None and now - last >= 1.0:
-                    progress(n, len(configs))
-                    last = now
-                current, cut = self.closure(configs)
-                if cut and result.truncated_at is None:
-                    result.truncated_at = ev.line
-                for step in self.steps(ev):
-                    nxt: dict[Config, None] = {}
-                    for c in current:
-                        for k in self.apply(c, ev, step):
-                            nxt[k] = None
-                    if len(nxt) > 1:  # renamings merge only where there is more than one (a lone one may stay as is)
-                        nxt = dict.fromkeys(self.canonical(k) for k in nxt)
-                    if not nxt:
-                        result.rejection = self._reject(ev, step, list(current))
-                        result.verdict = "UNKNOWN" if result.truncated_at is not None else "REJECTED"
-                        break
-                    current = nxt
-                if result.rejection is not None:
+        for n, ev in enumerate(self.log.events, start=1):
+            now = time.monotonic()
+            if progress is not None and now - last >= 1.0:
+                progress(n, len(configs))
+                last = now
+            current, cut = self.closure(configs)
+            if cut and result.truncated_at is None:
+                result.truncated_at = ev.line
+            for step in self.steps(ev):
+                nxt: dict[Config, None] = {}
+                for c in current:
+                    for k in self.apply(c, ev, step):
+                        nxt[k] = None
+                if len(nxt) > 1:  # renamings merge only where there is more than one (a lone one may stay as is)
+                    nxt = dict.fromkeys(self.canonical(k) for k in nxt)
+                if not nxt:
+                    result.rejection = self._reject(ev, step, list(current))
+                    result.verdict = "UNKNOWN" if result.truncated_at is not None else "REJECTED"
                     break
-                if len(current) > self.opts.max_configs:
-                    current = dict.fromkeys(list(current)[: self.opts.max_configs])
-                    if result.truncated_at is None:
-                        result.truncated_at = ev.line
-                configs = current
-                result.kept_max = max(result.kept_max, len(configs))
+                current = nxt
+            if result.rejection is not None:
+                break
+            if len(current) > self.opts.max_configs:
+                current = dict.fromkeys(list(current)[: self.opts.max_configs])
+                if result.truncated_at is None:
+                    result.truncated_at = ev.line
+            configs = current
+            result.kept_max = max(result.kept_max, len(configs))
         result.kept_final = len(configs) if result.rejection is None else 0
         result.seconds = time.monotonic() - start
         return result
@@ -401,9 +401,9 @@ def _shown_path(path: str | None) -> str:
     return path if rel.startswith("..") else rel
 
 
-def _guard_reason(inst: Instance, state: State, ai: ActionInstance) -> str:
+def _guard_reason(ev: Evaluator, state: State, ai: ActionInstance) -> str:
     """``guard false: require(...) (file:line)``: the guard that disabled ``ai`` in ``state``."""
-    where = inst.disabled_at(state, ai)
+    where = ev.disabled_at(state, ai)
     if where is None:
         return "guard false (no choice of the action is possible here)"
     file, line, text = where

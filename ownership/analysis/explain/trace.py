@@ -59,14 +59,14 @@ def trace_run(inst: Instance, t: Transition, state: tuple[Any, ...]) -> tuple[fr
     def global_(frame: FrameType, event: str, arg: Any) -> Any:
         return local if frame.f_code is code else None
 
-    reads: list[int] = inst.view._reads
-    reads.clear()
+    # The instance's non-recording evaluator: the diagnosis re-runs many transitions, events are not needed.
+    evaluator = inst.evaluator(recording=False)
     previous = sys.gettrace()
     sys.settrace(global_)
     try:
-        sc = inst.run_with_picks(state, t.ai, t.picks)
+        sc, reads = evaluator.run_reading(state, t.ai, t.picks)
     finally:
         sys.settrace(previous)
     if sc is None:  # pragma: no cover - the graph's own transition always re-runs
         raise OwnershipError(Code.INTERNAL_REPLAY, f"transition {t.ai.label} does not re-run", inst.spec.file)
-    return frozenset(executed), frozenset(reads)
+    return frozenset(executed), reads

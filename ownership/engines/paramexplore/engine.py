@@ -20,6 +20,7 @@ from ownership.engines.paramexplore.forking import MAX_VALUES, Forker, NoFork, S
 from ownership.engines.paramexplore.report import explain_region
 from ownership.engines.paramexplore.space import search
 from ownership.engines.symcheck import precheck
+from ownership.engines.symmetry import plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.lang.declarations import Params
 from ownership.lang.instance import Instance
@@ -188,6 +189,9 @@ def _explore_case(inst: Instance, options: ParamOptions, terms: dict[str, z3.Bit
     values: dict[str, Any] = dict(inst.param_values)
     values.update({n: Sym(t, forker) for n, t in terms.items()})
     params = Params(values)
-    view = View(inst, params, forker)
+    # The search merges choices among identical elements of the domains it reduces by sorting rows
+    # (as BreadthFirst does by default); the view is told so once, when it is built.
+    reduce = plan_symmetry(inst).sorted if options.symmetry else ()
+    view = View(inst, params, forker, choice_reduction=reduce)
     checked = [inv.name for inv in select_invariants(inst, options.invariants)]
     return search(inst, options, view, forker, solver, terms, checked, start, progress)

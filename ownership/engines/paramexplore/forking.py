@@ -10,7 +10,7 @@ values or terms.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import z3
@@ -141,8 +141,11 @@ class View(CellView):
 
     symbolic = False
 
-    def __init__(self, inst: Instance, params: Params, forker: Forker) -> None:
+    def __init__(self, inst: Instance, params: Params, forker: Forker, choice_reduction: Iterable[str] = ()) -> None:
         object.__setattr__(self, "_inst", inst)
+        # Fixed for the view's life: the domains whose identical elements one choice stands for
+        # (those the search reduces by sorting rows; see BreadthFirst's ``reduce``).
+        object.__setattr__(self, "choice_reduction", frozenset(choice_reduction))
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "_ex", forker)
         object.__setattr__(self, "_cells", [])
@@ -184,7 +187,7 @@ class View(CellView):
     def choose(self, options: Sequence[Any], label: str = "choice", *, domain: Domain | None = None) -> Any:
         if not options:
             raise Disabled
-        if domain is not None and domain.name in self._inst.view._reduce:
+        if domain is not None and domain.name in self.choice_reduction:
             options = self._inst.distinct_elements(domain.name, options, [self._ex.intern(v) for v in self._cells])
         value = options[self._ex.decide(len(options))]
         self.picks.append(value)

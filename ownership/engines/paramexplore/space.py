@@ -181,7 +181,7 @@ def search(inst: Instance, options: ParamOptions, view: View, forker: Forker, so
     left = None if options.max_seconds is None else options.max_seconds - (time.perf_counter() - start)
     limits = Limits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=left, check_every=1)
     search = BreadthFirst(inst, symmetry=options.symmetry, limits=limits, progress=progress, key=space.key,
-                          expand=space.expand, init=(tuple(inst.init_state), ()))
+                          reduce=sorted(view.choice_reduction), expand=space.expand, init=(tuple(inst.init_state), ()))
     space.search = search
     # The tally counts by position in the explorer's own action instances (value arguments may be terms).
     positions = {name: k for k, name in enumerate(spec.actions)}
