@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SPECS, instance
 
+from conftest import SPECS, instance
 from ownership.core.result import CheckResult, StopReason, Verdict
 from ownership.engines.explore import ExploreOptions, explore
 from ownership.errors import Code, OwnershipError
