@@ -10,14 +10,15 @@ the path to the state it stopped at through the concrete semantics.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ownership.core.progress import ProgressFn
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
-from ownership.engines.coverage import with_coverage
+from ownership.engines.coverage import ActionTally, with_coverage
 from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visitor
 from ownership.engines.symcheck import check_symmetry
 from ownership.errors import Code, OwnershipError
@@ -41,6 +42,10 @@ class ExploreOptions:
     deadlock: bool = False
     invariants: tuple[str, ...] | None = None
     progress_every: float = 1.0
+    kernel: str = "auto"
+    """``compiled`` (the compiled kernel, :mod:`ownership.kernel`), ``python`` (the interpreted search) or
+    ``auto``: the Python search first, restarted on the compiled kernel once it passes
+    :data:`~ownership.engines.compiled.AUTO_SWITCH` states (the kernel's start-up costs a second)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExploreOptions:
@@ -128,9 +133,15 @@ def _invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
 
 def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
     """Check every invariant of ``inst`` on every reachable state, breadth-first."""
+    from ownership.engines import compiled
+
     names = tuple(i.name for i in select_invariants(inst, options.invariants))
     limits = Limits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=options.max_seconds,
                     progress_every=options.progress_every)
+    kernel = compiled.choose_kernel(options.kernel, options.symmetry, inst, options.max_states)
+    switch = kernel == "auto"
+    if switch:
+        limits = replace(limits, max_states=compiled.AUTO_SWITCH)
     search = BreadthFirst(inst, symmetry=options.symmetry, limits=limits, progress=progress)
     plan = search.plan
     notes = [plan.describe() if options.symmetry else "symmetry reduction off"]
@@ -138,8 +149,15 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
         # The reduction is sound only if the spec really is symmetric: test that on a sample first.
         notes.append(check_symmetry(inst, (*plan.permuted, *plan.sorted), invariants=names).describe())
     notes += symbolic_notes(inst.spec)
+    if kernel == "compiled":
+        return compiled.explore_compiled(inst, options, names, notes, progress)
     outcome = search.run(_Checker(inst, search, names, options.deadlock))
-    return _result(inst, options, search, outcome, names, notes)
+    if switch and outcome.stop.reason is StopReason.STATE_LIMIT:
+        # Past the switch point: the compiled kernel searches again from the start, faster.
+        return compiled.explore_compiled(inst, options, names, notes, progress, elapsed=outcome.seconds)
+    if kernel == "python" and options.kernel != "python":
+        notes.append(compiled.python_note(inst, options.symmetry, search.reduced))
+    return _result(inst, options, search.tree.path, search.tally, search.reduced, outcome, names, notes)
 
 
 def symbolic_notes(spec: Any) -> list[str]:
@@ -160,8 +178,10 @@ _VERDICTS = {
 }
 
 
-def _result(inst: Instance, options: ExploreOptions, search: BreadthFirst, outcome: Outcome,
-            names: tuple[str, ...], notes: list[str]) -> CheckResult:
+def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], list[tuple[int, tuple[Any, ...]]]],
+            tally: ActionTally, reduced: bool, outcome: Outcome, names: tuple[str, ...], notes: list[str],
+            steps: list[tuple[int, tuple[Any, ...]]] | None = None) -> CheckResult:
+    """The explorer's CheckResult (``steps``: the path to the stop, if not ``path_to(stop.node)``)."""
     stop = outcome.stop
     reason = stop.reason
     depth = outcome.depth
@@ -175,10 +195,10 @@ def _result(inst: Instance, options: ExploreOptions, search: BreadthFirst, outco
     bad = stop.detail if reason in (StopReason.VIOLATION, StopReason.DEADLOCK) else None
     if stop.node is not None:
         deadlock = reason is StopReason.DEADLOCK
-        trace = build_trace(inst, search.tree.path(stop.node), engine="explore",
+        trace = build_trace(inst, steps if steps is not None else path_to(stop.node), engine="explore",
                             violation=None if deadlock else bad, deadlock=deadlock)
-    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
-    opts["symmetry"] = search.reduced
+    opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel")}
+    opts["symmetry"] = reduced
     result = CheckResult(
         spec=inst.spec.name,
         engine="explore",
@@ -193,5 +213,5 @@ def _result(inst: Instance, options: ExploreOptions, search: BreadthFirst, outco
         notes=tuple(notes),
         coverage_kind=CoverageKind.EXHAUSTIVE,
     )
-    actions = search.tally.coverage(inst, Measure.EXACT, outcome.expanded, depth, reason is StopReason.EXHAUSTED)
+    actions = tally.coverage(inst, Measure.EXACT, outcome.expanded, depth, reason is StopReason.EXHAUSTED)
     return with_coverage(result, inst, actions)

@@ -54,10 +54,10 @@ class Field1:
     write goes through ``put``, the variable's type check (see :func:`value_checker`).
     """
 
-    __slots__ = ("_cells", "off", "n", "reads", "dom", "var", "put")
+    __slots__ = ("_cells", "off", "n", "reads", "dom", "var", "put", "writes")
 
     def __init__(self, cur: list[Any], off: int, n: int, reads: list[int], dom: str = "", var: str = "",
-                 put: Callable[[Any], Any] | None = None) -> None:
+                 put: Callable[[Any], Any] | None = None, writes: list[int] | None = None) -> None:
         self._cells = cur
         self.off = off
         self.n = n
@@ -65,6 +65,9 @@ class Field1:
         self.dom = dom
         self.var = var
         self.put = put or _identity
+        self.writes = writes if writes is not None else []
+        """Every written position, in order (the compiled kernel memoises what a run wrote, even a
+        value equal to the old one)."""
 
     def _key(self, i: Any) -> int:
         return _index_of(self.var, self.dom, self.n, i)
@@ -85,11 +88,13 @@ class Field1:
         if i.__class__ is int:
             if not 0 <= i < self.n:
                 raise IndexError(f"index {i} out of range 0..{self.n - 1}")
-            self._cells[self.off + i] = self.put(value)
+            pos = self.off + i
         elif i.__class__ is Element and i._domain == self.dom:
-            self._cells[self.off + i._i] = self.put(value)
+            pos = self.off + i._i
         else:
-            self._cells[self.off + self._key(i)] = self.put(value)
+            pos = self.off + self._key(i)
+        self._cells[pos] = self.put(value)
+        self.writes.append(pos)
 
     def __iter__(self) -> Iterator[Any]:
         self.reads.extend(range(self.off, self.off + self.n))
@@ -105,8 +110,8 @@ class Field1Ref(Field1):
     __slots__ = ("elems",)
 
     def __init__(self, cur: list[Any], off: int, n: int, reads: list[int], dom: str, var: str,
-                 put: Callable[[Any], Any], elems: Sequence[Element]) -> None:
-        super().__init__(cur, off, n, reads, dom, var, put)
+                 put: Callable[[Any], Any], elems: Sequence[Element], writes: list[int] | None = None) -> None:
+        super().__init__(cur, off, n, reads, dom, var, put, writes)
         self.elems = elems
 
     def __getitem__(self, i: Any) -> Any:
@@ -121,14 +126,16 @@ class Field1Ref(Field1):
 class FieldN:
     """``s.var[i, j]`` for a variable indexed by several domains."""
 
-    __slots__ = ("_cells", "off", "shape", "strides", "reads", "doms", "var", "put")
+    __slots__ = ("_cells", "off", "shape", "strides", "reads", "doms", "var", "put", "writes")
 
     def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int],
-                 doms: tuple[str, ...] = (), var: str = "", put: Callable[[Any], Any] | None = None) -> None:
+                 doms: tuple[str, ...] = (), var: str = "", put: Callable[[Any], Any] | None = None,
+                 writes: list[int] | None = None) -> None:
         self._cells = cur
         self.off = off
         self.shape = shape
         self.reads = reads
+        self.writes = writes if writes is not None else []
         self.strides = strides(shape)
         self.doms = doms or ("",) * len(shape)
         self.var = var
@@ -155,7 +162,9 @@ class FieldN:
         return self._cells[pos]
 
     def __setitem__(self, key: tuple[Any, ...], value: Any) -> None:
-        self._cells[self._pos(key)] = self.put(value)
+        pos = self._pos(key)
+        self._cells[pos] = self.put(value)
+        self.writes.append(pos)
 
 
 class FieldNRef(FieldN):
@@ -164,8 +173,8 @@ class FieldNRef(FieldN):
     __slots__ = ("elems",)
 
     def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int], doms: tuple[str, ...],
-                 var: str, put: Callable[[Any], Any], elems: Sequence[Element]) -> None:
-        super().__init__(cur, off, shape, reads, doms, var, put)
+                 var: str, put: Callable[[Any], Any], elems: Sequence[Element], writes: list[int] | None = None) -> None:
+        super().__init__(cur, off, shape, reads, doms, var, put, writes)
         self.elems = elems
 
     def __getitem__(self, key: tuple[Any, ...]) -> Any:

@@ -169,9 +169,11 @@ class View(ViewBase):
         object.__setattr__(self, "_scalar_put", {})
         object.__setattr__(self, "_scalar_wrap", {})
         object.__setattr__(self, "_reads", [])
+        object.__setattr__(self, "_writes", [])
         object.__setattr__(self, "_flags", [])
         cur = self._cells
         reads = self._reads
+        writes = self._writes
         for lay in instance.layouts.values():
             var = instance.spec.vars[lay.name]
             put = value_checker(var, instance.sizes)
@@ -185,14 +187,15 @@ class View(ViewBase):
                     self._scalar_wrap[lay.name] = elems
             elif len(lay.shape) == 1:
                 if elems is not None:
-                    field: Any = Field1Ref(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put, elems)
+                    field: Any = Field1Ref(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put, elems, writes)
                 else:
-                    field = Field1(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put)
+                    field = Field1(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put, writes)
                 object.__setattr__(self, lay.name, field)
             elif elems is not None:
-                object.__setattr__(self, lay.name, FieldNRef(cur, lay.offset, lay.shape, reads, doms, lay.name, put, elems))
+                object.__setattr__(self, lay.name,
+                                   FieldNRef(cur, lay.offset, lay.shape, reads, doms, lay.name, put, elems, writes))
             else:
-                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape, reads, doms, lay.name, put))
+                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape, reads, doms, lay.name, put, writes))
 
     def __getattr__(self, name: str) -> Any:
         scalars = object.__getattribute__(self, "_scalars")
@@ -208,7 +211,9 @@ class View(ViewBase):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._scalars:
-            self._cells[self._scalars[name]] = self._scalar_put[name](value)
+            pos = self._scalars[name]
+            self._cells[pos] = self._scalar_put[name](value)
+            self._writes.append(pos)
             return
         raise AttributeError(f"cannot assign {name!r}: not a scalar state variable")
 

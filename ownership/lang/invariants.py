@@ -172,6 +172,20 @@ class InvariantChecks:
                 return name
         return None
 
+    def record_invariant(self, state: State, invariant: str) -> tuple[bool, tuple[int, ...]]:
+        """Whether ``state`` satisfies the named invariant, and the cells it read (in the order first read).
+
+        An invariant is a deterministic function of the cells it reads: it
+        has the same value in every state that agrees on them.
+        """
+        view = self.view
+        view._cells[:] = state
+        view._reads.clear()
+        value = self._value(self.spec.invariants[invariant])
+        reads = tuple(dict.fromkeys(view._reads))
+        self.check_unchanged(state)
+        return value, reads
+
     def holds(self, state: State, invariant: str) -> bool:
         """Whether ``state`` satisfies the named invariant."""
         self.view._cells[:] = state

@@ -57,6 +57,37 @@ class Successor:
     outcome (:meth:`Successors.run_with_picks`) fills it, for the trace."""
 
 
+@dataclass(frozen=True)
+class RecordedOutcome:
+    """One outcome of a recorded run: the cells it assigned (with their final values), its picks and flags.
+
+    ``writes`` lists every assigned cell, also one assigned the value it
+    already had: in another state with the same read cells the same run
+    assigns the same values, so the outcome there is that state with
+    ``writes`` applied.
+    """
+
+    writes: tuple[tuple[int, Any], ...]
+    picks: tuple[Any, ...]
+    violations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Every outcome of an action instance in one state, and the cells that decided them.
+
+    ``reads`` holds each cell the runs read, in the order first read (over
+    all the runs ``s.choose`` forks into, in their order).  The runs are
+    deterministic functions of the state, so the position of each read is
+    a function of the values of the reads before it: in any state that
+    agrees with this one on ``reads``, the action has exactly ``outcomes``
+    (the compiled kernel's memo is keyed on this).
+    """
+
+    reads: tuple[int, ...]
+    outcomes: tuple[RecordedOutcome, ...]
+
+
 class _TooMany(Exception):  # noqa: N818 - a control-flow signal
     """Raised inside :meth:`Successors.successors_capped` when the choices are too wide."""
 
@@ -105,6 +136,7 @@ class Successors:
         counts = view._counts
         prefix = view._prefix
         reads = view._reads
+        writes = view._writes
         flags = view._flags
         footprints = self._footprints
         for ai in self.action_instances:
@@ -115,6 +147,7 @@ class Successors:
                 continue
             cur[:] = state
             reads.clear()
+            writes.clear()
             if picks:
                 picks.clear()
                 counts.clear()
@@ -186,6 +219,7 @@ class Successors:
                 raise _TooMany
             prefix = pending.pop()
             cur[:] = state
+            view._writes.clear()
             view.events.clear()
             view._flags.clear()
             picks.clear()
@@ -210,6 +244,50 @@ class Successors:
                 out.append(Successor(tuple(cur), tuple(chosen), tuple(view.events), tuple(view._flags)))
         prefix_list.clear()
 
+    def record(self, state: State, ai: ActionInstance) -> Recording:
+        """Every outcome of ``ai`` in ``state``, in :meth:`successors_of`'s order, with the cells read and written.
+
+        Call it with recording off and no choice reduction (:meth:`Instance.mode`):
+        a reduced choice reads cells the view does not log.
+        """
+        view = self.view
+        cur = view._cells
+        fn = ai.action.fn
+        args = ai.call
+        picks, counts, chosen = view._picks, view._counts, view._chosen
+        reads, writes = view._reads, view._writes
+        seen: dict[int, None] = {}
+        outcomes: list[RecordedOutcome] = []
+        pending: list[tuple[int, ...]] = [()]
+        try:
+            while pending:
+                prefix = pending.pop()
+                cur[:] = state
+                for hook in (view.events, view._flags, picks, counts, chosen, view._labels, reads, writes):
+                    hook.clear()
+                view._prefix[:] = prefix
+                fired = True
+                try:
+                    fn(view, *args)
+                except Disabled:
+                    fired = False
+                except OwnershipError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - spec code is user code
+                    raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
+                for pos in reads:
+                    seen[pos] = None
+                if picks:
+                    for pos in range(len(prefix), len(picks)):
+                        for alt in range(counts[pos] - 1, 0, -1):
+                            pending.append(tuple(picks[:pos]) + (alt,))
+                if fired:
+                    assigned = tuple((c, cur[c]) for c in dict.fromkeys(writes))
+                    outcomes.append(RecordedOutcome(assigned, tuple(chosen), tuple(view._flags)))
+        finally:
+            view._prefix.clear()
+        return Recording(tuple(seen), tuple(outcomes))
+
     def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[Any]) -> Successor | None:
         """Re-run ``ai`` making exactly the recorded choices ``picks`` (chosen values).
 
@@ -229,6 +307,7 @@ class Successors:
         """One run of ``ai`` with the view's choice ``hook`` (``_forced`` or ``_chooser``) set to ``value``."""
         view = self.view
         view._cells[:] = state
+        view._writes.clear()
         view.events.clear()
         view._flags.clear()
         view._picks.clear()
@@ -258,7 +337,8 @@ class Successors:
         """
         view = self.view
         view._cells[:] = state
-        for hook in (view._picks, view._counts, view._chosen, view._labels, view._prefix, view.events, view._flags):
+        for hook in (view._picks, view._counts, view._chosen, view._labels, view._prefix, view.events, view._flags,
+                     view._writes):
             hook.clear()
         try:
             ai.action.fn(view, *ai.call)
@@ -293,6 +373,7 @@ class Successors:
             view._labels.clear()
             view._prefix[:] = prefix
             view._reads.clear()
+            view._writes.clear()
             try:
                 ai.action.fn(view, *ai.call)
             except Disabled:

@@ -1,0 +1,371 @@
+"""The compiled explorer's driver: the breadth-first levels, the calls back into Python, limits, progress.
+
+:func:`search` runs the same breadth-first search as
+:class:`~ownership.engines.search.BreadthFirst` with the explorer's checks
+(invariants on each new state, steps whose events flag a checked invariant,
+deadlocks), on packed states (:mod:`ownership.kernel.codec`) stored in flat
+arrays, with the successor function memoised from the Python semantics
+(:mod:`ownership.kernel.memo`) and run in compiled code
+(:mod:`ownership.kernel.loop`).  States are numbered in the same order as
+the Python search numbers them, so the counts, the first violation and its
+path are the same.
+
+Storage, exact: per state its packed words, its parent (4 bytes) and the
+memo outcome that reached it (4 bytes), plus a slot of 4 bytes in an
+open-addressing table kept at most half full.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ownership.core.limits import stop_reason_of
+from ownership.core.progress import Progress, ProgressFn
+from ownership.core.result import StopReason
+from ownership.errors import Code, OwnershipError
+from ownership.kernel import loop
+from ownership.kernel.codec import Codec, TooWide
+from ownership.kernel.memo import Memo
+
+if TYPE_CHECKING:
+    from ownership.lang.instance import Instance, State
+
+AUDIT_FIRST = 32
+"""Memo misses whose Python run is repeated and compared (the determinism audit)..."""
+AUDIT_EVERY = 64
+"""... and after those, one miss in this many."""
+CROSS_CHECK_EVERY = 8192
+"""One expanded state in this many is also expanded by the Python semantics and compared with the memo."""
+CHUNK = 4096
+"""States expanded per compiled call between clock checks and progress reports."""
+
+
+@dataclass(frozen=True)
+class KernelLimits:
+    """When the compiled search stops early (``None``: no limit); the explorer's flags."""
+
+    max_depth: int | None = None
+    max_states: int | None = None
+    max_seconds: float | None = None
+    max_memory: int | None = None
+    progress_every: float = 1.0
+
+
+@dataclass
+class KernelRun:
+    """How a compiled search ended, with what the explorer's result needs."""
+
+    reason: StopReason
+    node: int | None
+    depth: int
+    detail: Any
+    level: int
+    states: int
+    transitions: int
+    expanded: int
+    seconds: float
+    complete: bool
+    fired: list[int]
+    enabled: list[int]
+    steps: list[tuple[int, tuple[Any, ...]]] | None
+    """The path (action instance, picks) to the state the stop is about."""
+    words: int = 0
+    """64-bit words per packed state."""
+    bits: int = 0
+    """Bits of a packed state's cells."""
+    misses: int = 0
+    memo_bytes: int = 0
+    store_bytes: int = 0
+    restarts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bytes_per_state(self) -> float:
+        """The search's storage per stored state (packed words, parent, outcome, table slot)."""
+        return self.store_bytes / self.states if self.states else 0.0
+
+
+class _Store:
+    """The stored states (packed rows), their parents and outcomes, and the table that finds them."""
+
+    def __init__(self, words: int, capacity: int = 1 << 12) -> None:
+        self.states = np.zeros((capacity, words), dtype=np.uint64)
+        self.parent = np.full(capacity, -1, dtype=np.int32)
+        self.via = np.full(capacity, -1, dtype=np.int32)
+        self.table = np.full(2 * capacity, -1, dtype=np.int32)
+
+    def grow(self, need: int, n: int) -> None:
+        cap = len(self.parent)
+        while cap < need:
+            cap *= 2
+        if cap != len(self.parent):
+            states = np.zeros((cap, self.states.shape[1]), dtype=np.uint64)
+            states[:n] = self.states[:n]
+            parent = np.full(cap, -1, dtype=np.int32)
+            parent[:n] = self.parent[:n]
+            via = np.full(cap, -1, dtype=np.int32)
+            via[:n] = self.via[:n]
+            self.states, self.parent, self.via = states, parent, via
+        size = len(self.table)
+        while size < 2 * need:
+            size *= 2
+        if size != len(self.table):
+            self.table = np.full(size, -1, dtype=np.int32)
+            loop.rehash(self.states, n, self.table)
+
+    def nbytes(self, n: int) -> int:
+        """Bytes per state the layout takes, times ``n`` (the table at its real size)."""
+        per = self.states.shape[1] * 8 + 4 + 4
+        return per * n + self.table.nbytes
+
+
+def search(inst: Instance, names: Sequence[str], deadlock: bool, limits: KernelLimits,
+           progress: ProgressFn | None = None) -> KernelRun:
+    """Explore ``inst`` breadth-first on the compiled kernel (see the module docstring).
+
+    Raises :class:`~ownership.kernel.codec.Unrepresentable` before
+    searching if a value cannot be packed (the caller uses the Python path).
+    """
+    start = time.perf_counter()
+    widths: dict[int, int] = {}
+    restarts = 0
+    with inst.mode(recording=False, choice_reduction=()):
+        while True:
+            codec = Codec(inst, widths)
+            try:
+                run = _Search(inst, codec, names, deadlock, limits, progress, start).run()
+            except TooWide as wide:
+                # An int outgrew its cell: start again with the cell twice as wide.
+                widths = codec.int_cells
+                widths[wide.cell] = max(2 * widths[wide.cell], wide.bits + 1)
+                restarts += 1
+                continue
+            run.restarts = restarts
+            if restarts:
+                run.notes.append(f"the search started again {restarts} time(s) with wider int cells")
+            return run
+
+
+class _Search:
+    """One attempt at the compiled search with a fixed layout."""
+
+    def __init__(self, inst: Instance, codec: Codec, names: Sequence[str], deadlock: bool, limits: KernelLimits,
+                 progress: ProgressFn | None, start: float) -> None:
+        self.inst = inst
+        self.codec = codec
+        self.names = list(names)
+        self.checked = frozenset(names)
+        self.deadlock = deadlock
+        self.limits = limits
+        self.progress = progress
+        self.start = start
+        self.ais = inst.action_instances
+        self.memo = Memo(len(self.ais) + len(self.names), codec)
+        self.store = _Store(codec.words)
+        action_names = list(inst.spec.actions)
+        pos = {n: i for i, n in enumerate(action_names)}
+        self.act_of = np.array([pos[ai.action.name] for ai in self.ais], dtype=np.int32)
+        self.fired = np.zeros(len(action_names), dtype=np.int64)
+        self.enabled = np.zeros(len(action_names), dtype=np.int64)
+        self.last = np.full(len(action_names), -1, dtype=np.int64)
+        self.scratch = np.zeros((64, codec.words), dtype=np.uint64)
+        self.scratch_out = np.zeros(64, dtype=np.int32)
+        self.scratch_bad = np.zeros(64, dtype=np.int32)
+        self.io = np.zeros(loop.IO_SIZE, dtype=np.int64)
+        self.audits = 0
+
+    # -- the Python side of a miss ---------------------------------------------------
+    def _record_action(self, state: State, a: int) -> None:
+        ai = self.ais[a]
+        rec = self.inst.record(state, ai)
+        self.audits += 1
+        if self.audits <= AUDIT_FIRST or not self.audits % AUDIT_EVERY:
+            again = self.inst.record(state, ai)
+            if again != rec:
+                raise OwnershipError(
+                    Code.SPEC_NONDETERMINISTIC,
+                    f"action {ai.label} is not a deterministic function of the state: run twice in the same state "
+                    "it read or did different things; actions must not use random numbers, the clock, or "
+                    "module-level data that changes",
+                    ai.action.file, ai.action.line,
+                )
+        outcomes = [(o.writes, o.picks, o.violations, not self.checked.isdisjoint(o.violations)) for o in rec.outcomes]
+        self.memo.add_action(a, a, state, rec.reads, outcomes, f"action {ai.label}")
+
+    def _record_invariant(self, state: State, j: int) -> bool:
+        holds, reads = self.inst.record_invariant(state, self.names[j])
+        self.memo.add_invariant(len(self.ais) + j, state, reads, holds, f"invariant {self.names[j]}")
+        return holds
+
+    def _cross_check(self, node: int) -> None:
+        """Expand stored state ``node`` through the Python semantics and compare with the memo (OWN067 if they differ)."""
+        state = self.codec.unpack(self.store.states[node])
+        memo = self.memo
+        row = [int(w) for w in self.store.states[node]]
+        for a, ai in enumerate(self.ais):
+            python = [(sc.state, sc.picks) for sc in self.inst.successors_of(state, ai)]
+            leaf = _leaf_of(memo, a, row, self.codec)
+            if leaf < 0:
+                continue  # not memoised yet for these values: the next miss records it
+            mine = []
+            for o in range(int(memo.node_a[leaf]), int(memo.node_a[leaf]) + int(memo.node_b[leaf])):
+                words = list(row)
+                for w in range(int(memo.out_w0[o]), int(memo.out_w0[o]) + int(memo.out_wn[o])):
+                    wd = int(memo.w_word[w])
+                    words[wd] = (words[wd] & int(memo.w_clear[w])) | int(memo.w_set[w])
+                mine.append((self.codec.unpack(words), memo.out_picks[o]))
+            if mine != python:
+                raise OwnershipError(
+                    Code.SPEC_IMPURE,
+                    f"action {ai.label} did something different in a state that agrees on every cell it read "
+                    "where it ran before: it depends on something other than the state variables it reads "
+                    "(a module global, a cached helper); read every input through the state variables",
+                    ai.action.file, ai.action.line,
+                )
+
+    # -- the search ------------------------------------------------------------------
+    def run(self) -> KernelRun:
+        inst, codec, store, io = self.inst, self.codec, self.store, self.io
+        limits = self.limits
+        init = inst.init_state
+        store.states[0] = codec.pack(init)
+        store.table[loop._probe(store.states, store.table, store.states[0], codec.words)] = 0
+        io[loop.IO_NODES] = 1
+        for j in range(len(self.names)):
+            if not self._record_invariant(init, j):
+                return self._finish(StopReason.VIOLATION, 0, 0, self.names[j], 0)
+        io[loop.IO_MAX_STATES] = -1 if limits.max_states is None else limits.max_states
+        io[loop.IO_DEADLOCK] = 1 if self.deadlock else 0
+        io[loop.IO_SKIP_DEAD] = -1
+        deadline = self.start + limits.max_seconds if limits.max_seconds is not None else None
+        last_report = time.perf_counter()
+        next_check = 0
+        level, lo, hi = 0, 0, 1
+        try:
+            while lo < hi:
+                if limits.max_depth is not None and level >= limits.max_depth:
+                    return self._finish(StopReason.DEPTH_LIMIT, None, level, None, level)
+                cursor = lo
+                while cursor < hi:
+                    if cursor >= next_check:
+                        # The first states one at a time, then one in CROSS_CHECK_EVERY.
+                        self._cross_check(cursor)
+                        next_check = cursor + 1 if cursor < AUDIT_FIRST else cursor + CROSS_CHECK_EVERY
+                    io[loop.IO_CURSOR] = cursor
+                    io[loop.IO_END] = min(hi, cursor + CHUNK, max(next_check, cursor + 1))
+                    status = self._call()
+                    cursor = int(io[loop.IO_CURSOR])
+                    stop = self._handle(status, cursor, level)
+                    if stop is not None:
+                        return stop
+                    now = time.perf_counter()
+                    if deadline is not None and now > deadline:
+                        return self._finish(StopReason.TIME_LIMIT, None, level + 1, None, level)
+                    if self.progress is not None and now - last_report >= limits.progress_every:
+                        last_report = now
+                        self.progress(Progress(now - self.start, int(io[loop.IO_NODES]), int(io[loop.IO_TRANSITIONS]),
+                                               level, hi - lo))
+                lo, hi = hi, int(io[loop.IO_NODES])
+                if lo < hi:
+                    level += 1
+            return self._finish(StopReason.EXHAUSTED, None, level, None, level)
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, the wall-clock limit
+            return self._finish(stop_reason_of(exc), None, level + 1, None, level)
+
+    def _call(self) -> int:
+        m, s = self.memo, self.store
+        return int(loop.expand(
+            self.io, s.states, s.parent, s.via, s.table, self.scratch, self.scratch_out, self.scratch_bad,
+            m.roots, len(self.ais), len(self.names), self.codec.cell_word, self.codec.cell_shift, self.codec.cell_mask,
+            m.node_cell, m.node_a, m.node_b, m.child, m.h_node, m.h_code, m.h_child,
+            m.out_ai, m.out_w0, m.out_wn, m.out_flag, m.w_word, m.w_clear, m.w_set,
+            self.act_of, self.fired, self.enabled, self.last,
+        ))
+
+    def _handle(self, status: int, cursor: int, level: int) -> KernelRun | None:
+        """Act on a status of the compiled loop; a result if the search ends."""
+        io, codec, store = self.io, self.codec, self.store
+        if status == loop.DONE:
+            return None
+        if status == loop.MISS_ACTION:
+            self._record_action(codec.unpack(store.states[cursor]), int(io[loop.IO_A]))
+        elif status == loop.MISS_INVARIANT:
+            self._record_invariant(codec.unpack(self.scratch[int(io[loop.IO_A])]), int(io[loop.IO_B]))
+        elif status == loop.VIOLATION:
+            return self._finish(StopReason.VIOLATION, int(io[loop.IO_A]), level + 1, self.names[int(io[loop.IO_B])], level)
+        elif status == loop.FLAGGED:
+            return self._flagged(cursor, int(io[loop.IO_A]), level)
+        elif status == loop.DEAD_END:
+            if self.inst.is_terminal(codec.unpack(store.states[cursor])):
+                io[loop.IO_SKIP_DEAD] = cursor
+            else:
+                return self._finish(StopReason.DEADLOCK, cursor, level, "deadlock", level)
+        elif status == loop.STATE_LIMIT:
+            return self._finish(StopReason.STATE_LIMIT, None, level + 1, None, level)
+        elif status == loop.GROW_SCRATCH:
+            n = 2 * len(self.scratch_out)
+            self.scratch = np.zeros((n, codec.words), dtype=np.uint64)
+            self.scratch_out = np.zeros(n, dtype=np.int32)
+            self.scratch_bad = np.zeros(n, dtype=np.int32)
+        elif status == loop.GROW_STORE:
+            store.grow(int(io[loop.IO_A]), int(io[loop.IO_NODES]))
+        return None
+
+    def _flagged(self, src: int, outcome: int, level: int) -> KernelRun:
+        """A step whose event flags a checked invariant: a violation, one step past state ``src``."""
+        memo = self.memo
+        ai = self.ais[int(memo.out_ai[outcome])]
+        picks = memo.out_picks[outcome]
+        state = self.codec.unpack(self.store.states[src])
+        succ = self.inst.run_with_picks(state, ai, picks)
+        if succ is None:  # the memo and the Python semantics disagree: never silently
+            raise OwnershipError(Code.SPEC_NONDETERMINISTIC,
+                                 f"action {ai.label} no longer takes the step the search recorded for it")
+        detail = self.inst.step_violated(succ, self.names)
+        steps = self._path(src) + [(ai.index, picks)]
+        run = self._finish(StopReason.VIOLATION, int(self.io[loop.IO_NODES]), level + 1, detail, level, steps)
+        run.states += 1  # the step's state is numbered, as the Python search numbers it, even if seen before
+        return run
+
+    def _path(self, node: int) -> list[tuple[int, tuple[Any, ...]]]:
+        out: list[tuple[int, tuple[Any, ...]]] = []
+        parent, via, memo = self.store.parent, self.store.via, self.memo
+        while node > 0:
+            o = int(via[node])
+            out.append((int(memo.out_ai[o]), memo.out_picks[o]))
+            node = int(parent[node])
+        out.reverse()
+        return out
+
+    def _finish(self, reason: StopReason, node: int | None, depth: int, detail: Any, level: int,
+                steps: list[tuple[int, tuple[Any, ...]]] | None = None) -> KernelRun:
+        io = self.io
+        n = int(io[loop.IO_NODES])
+        if steps is None and node is not None:
+            steps = self._path(node)
+        return KernelRun(
+            reason=reason, node=node, depth=depth, detail=detail, level=level, states=n,
+            transitions=int(io[loop.IO_TRANSITIONS]), expanded=int(io[loop.IO_EXPANDED]),
+            seconds=time.perf_counter() - self.start, complete=reason is StopReason.EXHAUSTED,
+            fired=[int(x) for x in self.fired], enabled=[int(x) for x in self.enabled], steps=steps,
+            words=self.codec.words, bits=self.codec.bits,
+            misses=self.memo.misses, memo_bytes=self.memo.nbytes, store_bytes=self.store.nbytes(n),
+        )
+
+
+def _leaf_of(memo: Memo, root: int, row: list[int], codec: Codec) -> int:
+    """The leaf ``row`` leads to under ``root`` (the compiled walk, in Python), or -1."""
+    node = int(memo.roots[root])
+    while node >= 0:
+        c = int(memo.node_cell[node])
+        if c < 0:
+            return node
+        code = (row[int(codec.cell_word[c])] >> int(codec.cell_shift[c])) & int(codec.cell_mask[c])
+        node = memo._get(node, code)
+    return -1
+
