@@ -266,7 +266,8 @@ def test_vocab_reaches_symbolic_only_through_its_lazily_imported_encodings() -> 
     bad += [i for p in files(".") for i in imports_of(p) if i.module == "ownership.vocab.encodings" and i.eager]
     require(bad, contract)
     # The lazy road exists: the operation dispatch names the encodings module for importlib.
-    assert any(i.module == "ownership.vocab.encodings" and i.lazy for i in imports_of(PACKAGE / "vocab" / "operation.py"))
+    assert any(i.module == "ownership.vocab.encodings" and i.lazy for i in imports_of(PACKAGE / "vocab" / "operation.py")), (
+        "vocab/operation.py no longer imports vocab/encodings.py on the first symbolic call")
 
 
 def test_symbolic_imports_lang_and_core_only() -> None:
