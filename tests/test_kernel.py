@@ -53,6 +53,20 @@ def test_the_kernel_is_the_python_search_to_the_end(name: str) -> None:
     assert _summary(compiled) == _summary(python)
 
 
+@pytest.mark.parametrize("name", ["sglang_disagg_v0_5_19", "sglang_disagg_v0_5_21", "toy_deadlock", "vllm_block_pool"])
+def test_fingerprint_storage_finds_the_same_states(name: str) -> None:
+    python = explore(instance(name), ExploreOptions(kernel="python", symmetry=False, deadlock=True))
+    fingerprints = explore(instance(name), ExploreOptions(symmetry=False, deadlock=True, storage="fingerprint"))
+    assert _summary(fingerprints) == _summary(python)
+    assert any("64-bit fingerprints: probability of a collision" in n for n in fingerprints.notes)
+
+
+def test_fingerprints_need_the_compiled_kernel() -> None:
+    with pytest.raises(OwnershipError) as err:
+        explore(instance("toy_deadlock"), ExploreOptions(kernel="python", storage="fingerprint"))
+    assert err.value.code is Code.BAD_OPTION
+
+
 @pytest.mark.parametrize("limit", [{"max_depth": 4}, {"max_states": 500}, {"max_depth": 9, "max_states": 4000}])
 def test_limits_stop_both_searches_at_the_same_place(limit: dict[str, int]) -> None:
     python, compiled = _both(lambda: instance("sglang_disagg_v0_5_21"), symmetry=False, **limit)

@@ -46,7 +46,12 @@ def _reduces(inst: Instance, symmetry: bool) -> bool:
     return bool(plan.permuted or plan.sorted)
 
 
-def choose_kernel(requested: str, symmetry: bool, inst: Instance, max_states: int | None) -> str:
+STORAGES = ("exact", "fingerprint")
+"""The values of ``--storage``."""
+
+
+def choose_kernel(requested: str, symmetry: bool, inst: Instance, max_states: int | None,
+                  storage: str = "exact") -> str:
     """``compiled``, ``python`` or ``auto`` (start on Python, switch past :data:`AUTO_SWITCH`) for this run.
 
     ``--kernel compiled`` on a run the kernel cannot do is refused (a usage error);
@@ -54,6 +59,13 @@ def choose_kernel(requested: str, symmetry: bool, inst: Instance, max_states: in
     """
     if requested not in KERNELS:
         raise OwnershipError(Code.BAD_OPTION, f"--kernel {requested}: choose one of {', '.join(KERNELS)}")
+    if storage not in STORAGES:
+        raise OwnershipError(Code.BAD_OPTION, f"--storage {storage}: choose one of {', '.join(STORAGES)}")
+    if storage == "fingerprint":
+        # Fingerprints are the compiled kernel's: asking for them asks for it.
+        if requested == "python":
+            raise OwnershipError(Code.BAD_OPTION, "--storage fingerprint needs the compiled kernel, not --kernel python")
+        requested = "compiled"
     if requested == "python":
         return "python"
     why = _why_not(inst, symmetry)
@@ -93,7 +105,7 @@ def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, 
 
     limits = KernelLimits(max_depth=options.max_depth, max_states=options.max_states,
                           max_seconds=None if options.max_seconds is None else max(0.0, options.max_seconds - elapsed),
-                          progress_every=options.progress_every)
+                          progress_every=options.progress_every, fingerprints=options.storage == "fingerprint")
     try:
         run = search(inst, names, options.deadlock, limits, progress)
     except Unrepresentable as exc:
@@ -112,8 +124,9 @@ def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, 
     outcome = Outcome(Stop(run.reason, run.node, run.depth, run.detail), run.level, run.states, run.transitions,
                       run.expanded, run.seconds + elapsed, run.complete)
     words = (run.store_bytes and run.bytes_per_state) or 0.0
-    notes = [*notes, (f"compiled kernel: states packed in {run.words} 64-bit word(s) ({run.bits} bits), exact storage "
-                      f"{words:.0f} bytes per state; {run.misses:,} Python runs memoised ({run.memo_bytes / 1e6:.1f} MB)"),
+    notes = [*notes, (f"compiled kernel: states packed in {run.words} 64-bit word(s) ({run.bits} bits); storage "
+                      f"{run.storage}, {words:.0f} bytes per state; {run.misses:,} Python runs memoised "
+                      f"({run.memo_bytes / 1e6:.1f} MB)"),
              *run.notes]
     if elapsed:
         notes.append(f"the Python search passed {AUTO_SWITCH:,} states in {elapsed:.1f}s and the compiled kernel "

@@ -46,6 +46,9 @@ class ExploreOptions:
     """``compiled`` (the compiled kernel, :mod:`ownership.kernel`), ``python`` (the interpreted search) or
     ``auto``: the Python search first, restarted on the compiled kernel once it passes
     :data:`~ownership.engines.compiled.AUTO_SWITCH` states (the kernel's start-up costs a second)."""
+    storage: str = "exact"
+    """``exact`` (every state kept) or ``fingerprint`` (64-bit fingerprints, compiled kernel only: the
+    verdict states the probability of a collision)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExploreOptions:
@@ -138,7 +141,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     names = tuple(i.name for i in select_invariants(inst, options.invariants))
     limits = Limits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=options.max_seconds,
                     progress_every=options.progress_every)
-    kernel = compiled.choose_kernel(options.kernel, options.symmetry, inst, options.max_states)
+    kernel = compiled.choose_kernel(options.kernel, options.symmetry, inst, options.max_states, options.storage)
     switch = kernel == "auto"
     if switch:
         limits = replace(limits, max_states=compiled.AUTO_SWITCH)
@@ -197,7 +200,7 @@ def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], li
         deadlock = reason is StopReason.DEADLOCK
         trace = build_trace(inst, steps if steps is not None else path_to(stop.node), engine="explore",
                             violation=None if deadlock else bad, deadlock=deadlock)
-    opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel")}
+    opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel", "storage")}
     opts["symmetry"] = reduced
     result = CheckResult(
         spec=inst.spec.name,

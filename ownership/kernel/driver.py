@@ -10,9 +10,8 @@ arrays, with the successor function memoised from the Python semantics
 the Python search numbers them, so the counts, the first violation and its
 path are the same.
 
-Storage, exact: per state its packed words, its parent (4 bytes) and the
-memo outcome that reached it (4 bytes), plus a slot of 4 bytes in an
-open-addressing table kept at most half full.
+Storage: :mod:`ownership.kernel.store` (exact by default, or 64-bit
+fingerprints with the links on disk).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from ownership.errors import Code, OwnershipError
 from ownership.kernel import loop
 from ownership.kernel.codec import Codec, TooWide
 from ownership.kernel.memo import Memo
+from ownership.kernel.store import ExactStore, FingerprintStore
 
 if TYPE_CHECKING:
     from ownership.lang.instance import Instance, State
@@ -54,6 +54,8 @@ class KernelLimits:
     max_seconds: float | None = None
     max_memory: int | None = None
     progress_every: float = 1.0
+    fingerprints: bool = False
+    """Store 64-bit fingerprints instead of states (:class:`~ownership.kernel.store.FingerprintStore`)."""
 
 
 @dataclass
@@ -82,46 +84,14 @@ class KernelRun:
     memo_bytes: int = 0
     store_bytes: int = 0
     restarts: int = 0
+    storage: str = ""
+    """What the store kept, for the verdict (exact, or fingerprints with the collision estimate)."""
     notes: list[str] = field(default_factory=list)
 
     @property
     def bytes_per_state(self) -> float:
         """The search's storage per stored state (packed words, parent, outcome, table slot)."""
         return self.store_bytes / self.states if self.states else 0.0
-
-
-class _Store:
-    """The stored states (packed rows), their parents and outcomes, and the table that finds them."""
-
-    def __init__(self, words: int, capacity: int = 1 << 12) -> None:
-        self.states = np.zeros((capacity, words), dtype=np.uint64)
-        self.parent = np.full(capacity, -1, dtype=np.int32)
-        self.via = np.full(capacity, -1, dtype=np.int32)
-        self.table = np.full(2 * capacity, -1, dtype=np.int32)
-
-    def grow(self, need: int, n: int) -> None:
-        cap = len(self.parent)
-        while cap < need:
-            cap *= 2
-        if cap != len(self.parent):
-            states = np.zeros((cap, self.states.shape[1]), dtype=np.uint64)
-            states[:n] = self.states[:n]
-            parent = np.full(cap, -1, dtype=np.int32)
-            parent[:n] = self.parent[:n]
-            via = np.full(cap, -1, dtype=np.int32)
-            via[:n] = self.via[:n]
-            self.states, self.parent, self.via = states, parent, via
-        size = len(self.table)
-        while size < 2 * need:
-            size *= 2
-        if size != len(self.table):
-            self.table = np.full(size, -1, dtype=np.int32)
-            loop.rehash(self.states, n, self.table)
-
-    def nbytes(self, n: int) -> int:
-        """Bytes per state the layout takes, times ``n`` (the table at its real size)."""
-        per = self.states.shape[1] * 8 + 4 + 4
-        return per * n + self.table.nbytes
 
 
 def search(inst: Instance, names: Sequence[str], deadlock: bool, limits: KernelLimits,
@@ -137,14 +107,18 @@ def search(inst: Instance, names: Sequence[str], deadlock: bool, limits: KernelL
     with inst.mode(recording=False, choice_reduction=()):
         while True:
             codec = Codec(inst, widths)
+            store: ExactStore | FingerprintStore = FingerprintStore(codec.words) if limits.fingerprints \
+                else ExactStore(codec.words)
             try:
-                run = _Search(inst, codec, names, deadlock, limits, progress, start).run()
+                run = _Search(inst, codec, store, names, deadlock, limits, progress, start).run()
             except TooWide as wide:
                 # An int outgrew its cell: start again with the cell twice as wide.
                 widths = codec.int_cells
                 widths[wide.cell] = max(2 * widths[wide.cell], wide.bits + 1)
                 restarts += 1
                 continue
+            finally:
+                store.close()
             run.restarts = restarts
             if restarts:
                 run.notes.append(f"the search started again {restarts} time(s) with wider int cells")
@@ -154,8 +128,8 @@ def search(inst: Instance, names: Sequence[str], deadlock: bool, limits: KernelL
 class _Search:
     """One attempt at the compiled search with a fixed layout."""
 
-    def __init__(self, inst: Instance, codec: Codec, names: Sequence[str], deadlock: bool, limits: KernelLimits,
-                 progress: ProgressFn | None, start: float) -> None:
+    def __init__(self, inst: Instance, codec: Codec, store: ExactStore | FingerprintStore, names: Sequence[str],
+                 deadlock: bool, limits: KernelLimits, progress: ProgressFn | None, start: float) -> None:
         self.inst = inst
         self.codec = codec
         self.names = list(names)
@@ -166,7 +140,7 @@ class _Search:
         self.start = start
         self.ais = inst.action_instances
         self.memo = Memo(len(self.ais) + len(self.names), codec)
-        self.store = _Store(codec.words)
+        self.store = store
         action_names = list(inst.spec.actions)
         pos = {n: i for i, n in enumerate(action_names)}
         self.act_of = np.array([pos[ai.action.name] for ai in self.ais], dtype=np.int32)
@@ -204,9 +178,9 @@ class _Search:
 
     def _cross_check(self, node: int) -> None:
         """Expand stored state ``node`` through the Python semantics and compare with the memo (OWN067 if they differ)."""
-        state = self.codec.unpack(self.store.states[node])
+        row = [int(w) for w in self.store.row(node)]
+        state = self.codec.unpack(row)
         memo = self.memo
-        row = [int(w) for w in self.store.states[node]]
         for a, ai in enumerate(self.ais):
             python = [(sc.state, sc.picks) for sc in self.inst.successors_of(state, ai)]
             leaf = _leaf_of(memo, a, row, self.codec)
@@ -233,9 +207,9 @@ class _Search:
         inst, codec, store, io = self.inst, self.codec, self.store, self.io
         limits = self.limits
         init = inst.init_state
-        store.states[0] = codec.pack(init)
-        store.table[loop._probe(store.states, store.table, store.states[0], codec.words)] = 0
+        store.add_initial(codec.pack(init))
         io[loop.IO_NODES] = 1
+        io[loop.IO_FINGERPRINTS] = 1 if store.fingerprints else 0
         for j in range(len(self.names)):
             if not self._record_invariant(init, j):
                 return self._finish(StopReason.VIOLATION, 0, 0, self.names[j], 0)
@@ -271,6 +245,7 @@ class _Search:
                         self.progress(Progress(now - self.start, int(io[loop.IO_NODES]), int(io[loop.IO_TRANSITIONS]),
                                                level, hi - lo))
                 lo, hi = hi, int(io[loop.IO_NODES])
+                store.next_level(lo, hi)
                 if lo < hi:
                     level += 1
             return self._finish(StopReason.EXHAUSTED, None, level, None, level)
@@ -278,14 +253,18 @@ class _Search:
             return self._finish(stop_reason_of(exc), None, level + 1, None, level)
 
     def _call(self) -> int:
-        m, s = self.memo, self.store
-        return int(loop.expand(
-            self.io, s.states, s.parent, s.via, s.table, self.scratch, self.scratch_out, self.scratch_bad,
+        m, s, io = self.memo, self.store, self.io
+        io[loop.IO_ROW_BASE] = s.row_base
+        io[loop.IO_LINK_BASE] = s.link_base
+        status = int(loop.expand(
+            io, s.states, s.parent, s.via, s.table, s.fps, self.scratch, self.scratch_out, self.scratch_bad,
             m.roots, len(self.ais), len(self.names), self.codec.cell_word, self.codec.cell_shift, self.codec.cell_mask,
             m.node_cell, m.node_a, m.node_b, m.child, m.h_node, m.h_code, m.h_child,
             m.out_ai, m.out_w0, m.out_wn, m.out_flag, m.w_word, m.w_clear, m.w_set,
             self.act_of, self.fired, self.enabled, self.last,
         ))
+        s.after_call(int(io[loop.IO_NODES]))
+        return status
 
     def _handle(self, status: int, cursor: int, level: int) -> KernelRun | None:
         """Act on a status of the compiled loop; a result if the search ends."""
@@ -293,7 +272,7 @@ class _Search:
         if status == loop.DONE:
             return None
         if status == loop.MISS_ACTION:
-            self._record_action(codec.unpack(store.states[cursor]), int(io[loop.IO_A]))
+            self._record_action(codec.unpack(store.row(cursor)), int(io[loop.IO_A]))
         elif status == loop.MISS_INVARIANT:
             self._record_invariant(codec.unpack(self.scratch[int(io[loop.IO_A])]), int(io[loop.IO_B]))
         elif status == loop.VIOLATION:
@@ -301,7 +280,7 @@ class _Search:
         elif status == loop.FLAGGED:
             return self._flagged(cursor, int(io[loop.IO_A]), level)
         elif status == loop.DEAD_END:
-            if self.inst.is_terminal(codec.unpack(store.states[cursor])):
+            if self.inst.is_terminal(codec.unpack(store.row(cursor))):
                 io[loop.IO_SKIP_DEAD] = cursor
             else:
                 return self._finish(StopReason.DEADLOCK, cursor, level, "deadlock", level)
@@ -321,7 +300,7 @@ class _Search:
         memo = self.memo
         ai = self.ais[int(memo.out_ai[outcome])]
         picks = memo.out_picks[outcome]
-        state = self.codec.unpack(self.store.states[src])
+        state = self.codec.unpack(self.store.row(src))
         succ = self.inst.run_with_picks(state, ai, picks)
         if succ is None:  # the memo and the Python semantics disagree: never silently
             raise OwnershipError(Code.SPEC_NONDETERMINISTIC,
@@ -334,11 +313,10 @@ class _Search:
 
     def _path(self, node: int) -> list[tuple[int, tuple[Any, ...]]]:
         out: list[tuple[int, tuple[Any, ...]]] = []
-        parent, via, memo = self.store.parent, self.store.via, self.memo
+        memo = self.memo
         while node > 0:
-            o = int(via[node])
+            node, o = self.store.links(node)
             out.append((int(memo.out_ai[o]), memo.out_picks[o]))
-            node = int(parent[node])
         out.reverse()
         return out
 
@@ -354,6 +332,7 @@ class _Search:
             seconds=time.perf_counter() - self.start, complete=reason is StopReason.EXHAUSTED,
             fired=[int(x) for x in self.fired], enabled=[int(x) for x in self.enabled], steps=steps,
             words=self.codec.words, bits=self.codec.bits,
+            storage=self.store.describe(n, int(io[loop.IO_TRANSITIONS])),
             misses=self.memo.misses, memo_bytes=self.memo.nbytes, store_bytes=self.store.nbytes(n),
         )
 

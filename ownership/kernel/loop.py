@@ -36,7 +36,14 @@ IO_SKIP_DEAD = 7
 """In: a state already found terminal (expand it as a dead end without stopping again)."""
 IO_A = 8
 IO_B = 9
-IO_SIZE = 12
+IO_FINGERPRINTS = 10
+"""In: 1 when the table holds 64-bit fingerprints, not node numbers (then only the rows of the
+current and next levels are kept, and the links are flushed to disk between calls)."""
+IO_ROW_BASE = 11
+"""In: the node whose row is ``states[0]`` (0 when every row is kept)."""
+IO_LINK_BASE = 12
+"""In: the node whose parent is ``parent[0]`` (0 when every link is kept in memory)."""
+IO_SIZE = 16
 
 # statuses
 DONE = 0
@@ -119,6 +126,27 @@ def _probe(states, table, row, W):  # type: ignore[no-untyped-def]
         i = (i + 1) & mask
 
 
+@njit(cache=True, inline="always")
+def _fingerprint(row, W):  # type: ignore[no-untyped-def]
+    h = _hash(row, W)
+    return h if h != np.uint64(0) else np.uint64(1)  # 0 marks an empty slot
+
+
+@njit(cache=True, inline="always")
+def _probe_fp(fps, fp):  # type: ignore[no-untyped-def]
+    """The slot of fingerprint ``fp`` in ``fps`` (any size: the index is a remainder): its own or an empty one."""
+    size = np.uint64(fps.shape[0])
+    i = np.int64((fp * _MIX) % size)
+    n = fps.shape[0]
+    while True:
+        f = fps[i]
+        if f == np.uint64(0) or f == fp:
+            return i
+        i += 1
+        if i == n:
+            i = 0
+
+
 @njit(cache=True)
 def rehash(states, n, table):  # type: ignore[no-untyped-def]
     """Fill an empty ``table`` with the first ``n`` states."""
@@ -128,7 +156,16 @@ def rehash(states, n, table):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def expand(io, states, parent, via, table, scratch, scratch_out, scratch_bad,  # type: ignore[no-untyped-def]
+def rehash_fp(old, new):  # type: ignore[no-untyped-def]
+    """Move every fingerprint of ``old`` into the empty table ``new``."""
+    for k in range(old.shape[0]):
+        f = old[k]
+        if f != np.uint64(0):
+            new[_probe_fp(new, f)] = f
+
+
+@njit(cache=True)
+def expand(io, states, parent, via, table, fps, scratch, scratch_out, scratch_bad,  # type: ignore[no-untyped-def]
            roots, n_ai, n_inv, cw, cs, cm, node_cell, node_a, node_b, child, h_node, h_code, h_child,
            out_ai, out_w0, out_wn, out_flag, w_word, w_clear, w_set, act_of, fired, enabled, last):
     """Expand states ``io[IO_CURSOR]`` .. ``io[IO_END] - 1``; returns a status (see the module constants)."""
@@ -141,9 +178,12 @@ def expand(io, states, parent, via, table, scratch, scratch_out, scratch_bad,  #
     skip_dead = io[IO_SKIP_DEAD]
     i = io[IO_CURSOR]
     end = io[IO_END]
+    fingerprints = io[IO_FINGERPRINTS] != 0
+    row_base = io[IO_ROW_BASE]
+    link_base = io[IO_LINK_BASE]
     status = DONE
     while i < end:
-        row = states[i]
+        row = states[i - row_base]
         # Phase A: every successor, and the invariants of those not stored yet (no side effects).
         sn = 0
         for a in range(n_ai):
@@ -170,7 +210,10 @@ def expand(io, states, parent, via, table, scratch, scratch_out, scratch_bad,  #
             break
         for k in range(sn):
             scratch_bad[k] = -1
-            if table[_probe(states, table, scratch[k], W)] >= 0:
+            if fingerprints:
+                if fps[_probe_fp(fps, _fingerprint(scratch[k], W))] != np.uint64(0):
+                    continue
+            elif table[_probe(states, table, scratch[k], W)] >= 0:
                 continue
             for j in range(n_inv):
                 leaf = _walk(roots[n_ai + j], scratch[k], cw, cs, cm, node_cell, node_a, node_b, child,
@@ -187,7 +230,12 @@ def expand(io, states, parent, via, table, scratch, scratch_out, scratch_bad,  #
                 break
         if status != DONE:
             break
-        if n + sn > states.shape[0] or 2 * (n + sn) > table.shape[0]:
+        full = n + sn - row_base > states.shape[0] or n + sn - link_base > parent.shape[0]
+        if fingerprints:
+            full = full or 5 * (n + sn) > 4 * fps.shape[0]
+        else:
+            full = full or 2 * (n + sn) > table.shape[0]
+        if full:
             io[IO_A] = n + sn
             status = GROW_STORE
             break
@@ -204,17 +252,27 @@ def expand(io, states, parent, via, table, scratch, scratch_out, scratch_bad,  #
                 io[IO_A] = o
                 status = FLAGGED
                 break
-            slot = _probe(states, table, scratch[k], W)
-            if table[slot] >= 0:
-                continue
+            fp = np.uint64(0)
+            if fingerprints:
+                fp = _fingerprint(scratch[k], W)
+                slot = _probe_fp(fps, fp)
+                if fps[slot] != np.uint64(0):
+                    continue
+            else:
+                slot = _probe(states, table, scratch[k], W)
+                if table[slot] >= 0:
+                    continue
             if max_states >= 0 and n >= max_states:
                 status = STATE_LIMIT
                 break
-            table[slot] = n
+            if fingerprints:
+                fps[slot] = fp
+            else:
+                table[slot] = n
             for w in range(W):
-                states[n, w] = scratch[k, w]
-            parent[n] = i
-            via[n] = o
+                states[n - row_base, w] = scratch[k, w]
+            parent[n - link_base] = i
+            via[n - link_base] = o
             n += 1
             if scratch_bad[k] >= 0:
                 io[IO_A] = n - 1
