@@ -61,6 +61,17 @@ def test_fingerprint_storage_finds_the_same_states(name: str) -> None:
     assert any("64-bit fingerprints: probability of a collision" in n for n in fingerprints.notes)
 
 
+def test_a_frontier_past_its_share_of_memory_goes_to_disk() -> None:
+    from ownership.kernel.driver import KernelLimits, search
+
+    inst = instance("sglang_disagg_v0_5_21")
+    names = [i.name for i in inst.invariants]
+    spilled = search(inst, names, False, KernelLimits(fingerprints=True, max_memory=4 * 40_000))
+    exact = search(instance("sglang_disagg_v0_5_21"), names, False, KernelLimits())
+    assert "spilled to disk" in spilled.storage and "spilled" not in exact.storage
+    assert (spilled.states, spilled.transitions, spilled.reason) == (exact.states, exact.transitions, exact.reason)
+
+
 def test_fingerprints_need_the_compiled_kernel() -> None:
     with pytest.raises(OwnershipError) as err:
         explore(instance("toy_deadlock"), ExploreOptions(kernel="python", storage="fingerprint"))

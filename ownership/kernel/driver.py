@@ -107,8 +107,10 @@ def search(inst: Instance, names: Sequence[str], deadlock: bool, limits: KernelL
     with inst.mode(recording=False, choice_reduction=()):
         while True:
             codec = Codec(inst, widths)
-            store: ExactStore | FingerprintStore = FingerprintStore(codec.words) if limits.fingerprints \
-                else ExactStore(codec.words)
+            # Fingerprints keep a quarter of the memory budget for the frontier's rows; past it they go to disk.
+            spill = limits.max_memory // 4 if limits.max_memory is not None else None
+            store: ExactStore | FingerprintStore = FingerprintStore(codec.words, spill_bytes=spill) \
+                if limits.fingerprints else ExactStore(codec.words)
             try:
                 run = _Search(inst, codec, store, names, deadlock, limits, progress, start).run()
             except TooWide as wide:

@@ -29,6 +29,17 @@ def _rows(capacity: int, words: int) -> np.ndarray:
     return np.zeros((capacity, words), dtype=np.uint64)
 
 
+def _spilled_rows(capacity: int, words: int, folder: str | None) -> np.ndarray:
+    """Rows in a file mapped into memory: the operating system pages them out when memory is short."""
+    fd, path = tempfile.mkstemp(prefix="ownership-frontier-", suffix=".bin", dir=folder)
+    os.close(fd)
+    try:
+        rows = np.memmap(path, dtype=np.uint64, mode="w+", shape=(capacity, words))
+    finally:
+        os.unlink(path)  # the mapping keeps the data; the name goes now, so nothing is left behind
+    return rows
+
+
 class ExactStore:
     """Every state's packed row and links, and a table of node numbers (see the module docstring)."""
 
@@ -98,9 +109,14 @@ class FingerprintStore:
 
     fingerprints = True
 
-    def __init__(self, words: int, capacity: int = 1 << 12, folder: str | None = None) -> None:
+    def __init__(self, words: int, capacity: int = 1 << 12, folder: str | None = None,
+                 spill_bytes: int | None = None) -> None:
         self.states = _rows(capacity, words)
         self.row_base = 0
+        self.folder = folder
+        self.spill_bytes = spill_bytes
+        """Rows of the two levels beyond this many bytes go to a file mapped into memory (``None``: never)."""
+        self.spilled = False
         self.parent = np.full(capacity, -1, dtype=np.int32)
         self.via = np.full(capacity, -1, dtype=np.int32)
         self.link_base = 1  # node 0 has no links
@@ -151,7 +167,12 @@ class FingerprintStore:
             cap = len(self.states)
             while cap < rows:
                 cap *= 2
-            states = _rows(cap, self.states.shape[1])
+            words = self.states.shape[1]
+            if self.spill_bytes is not None and cap * words * 8 > self.spill_bytes:
+                states = _spilled_rows(cap, words, self.folder)
+                self.spilled = True
+            else:
+                states = _rows(cap, words)
             states[: n - self.row_base] = self.states[: n - self.row_base]
             self.states = states
         links = need - self.link_base
@@ -180,8 +201,10 @@ class FingerprintStore:
         return self.states.nbytes + self.parent.nbytes + self.via.nbytes
 
     def describe(self, n: int, transitions: int) -> str:
+        spilled = "; the frontier was spilled to disk" if self.spilled else ""
         return (f"64-bit fingerprints: probability of a collision (TLC's optimistic estimate "
-                f"n*(m-n)/2^64 over {n:,} states and {transitions:,} transitions) {collision_estimate(n, transitions):.1e}")
+                f"n*(m-n)/2^64 over {n:,} states and {transitions:,} transitions) {collision_estimate(n, transitions):.1e}"
+                f"{spilled}")
 
     def close(self) -> None:
         """Remove the links file."""
