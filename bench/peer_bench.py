@@ -135,7 +135,10 @@ def build_pan(model: Model, peers: Peers, scratch: Path) -> Path:
     folder.mkdir()
     shutil.copy(PEERS / str(model.pml), folder)
     for argv in ([peers.spin, "-a", str(model.pml)], [peers.gcc, "-O2", "-DSAFETY", "-o", "pan", "pan.c"]):
-        res = subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False)
+        try:
+            res = subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False)
+        except OSError as e:
+            raise BenchError(f"cannot run {argv[0]} ({e}): see bench/peers/README.md to install SPIN and gcc") from None
         if res.returncode:
             raise BenchError(f"{shlex.join(argv)} failed:\n{res.stdout}{res.stderr}")
     return folder / "pan"
@@ -275,6 +278,8 @@ def _load(avg: tuple[float, float, float]) -> str:
 
 def bench(a: argparse.Namespace, models: list[Model], tools: list[Tool], peers: Peers) -> int:
     """The runs, the table and the JSON file."""
+    if not Path("/usr/bin/time").exists():
+        raise BenchError("GNU time is not at /usr/bin/time (apt-get install time)")
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     runs: list[Run] = []
