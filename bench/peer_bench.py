@@ -282,6 +282,8 @@ def bench(a: argparse.Namespace, models: list[Model], tools: list[Tool], peers: 
         raise BenchError("GNU time is not at /usr/bin/time (apt-get install time)")
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    # read before the runs: a checkout's commit may move while a long benchmark runs
+    info = versions(tools, peers, {t.kind for m in models for t in tools_for(m, tools)})
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="peer-bench-") as scratch:
         if any(t.kind == "spin" for t in tools):
@@ -298,7 +300,6 @@ def bench(a: argparse.Namespace, models: list[Model], tools: list[Tool], peers: 
                           f"cpu {t.cpu:8.1f}s  wall {t.wall:8.1f}s  rss {t.rss_kib / 1024:7,.0f} MiB", flush=True)
     load_after = os.getloadavg()
     rows = summarize(runs)
-    info = versions(tools, peers, {r.kind for r in runs})
     print()
     print(f"started {started}; load average (1, 5, 15 min) before {_load(load_before)}, after {_load(load_after)}")
     for k, v in info.items():
