@@ -248,7 +248,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 when every count agreed, 1 on a count mismatch, 2 on any other failure."""
+    argv = sys.argv[1:] if argv is None else argv
     a = parser().parse_args(argv)
+    if a.rounds < 1:
+        print("--rounds: at least 1", file=sys.stderr)
+        return 2
     try:
         models = [MODELS[k.strip()] for k in a.models.split(",") if k.strip()]
     except KeyError as e:
@@ -265,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                 for tool in tools_for(model, tools):
                     print(f"{model.key:<9} {tool.name:<22} {shown(tool, command(tool, model, peers, Path('SCRATCH')))}")
             return 0
-        return bench(a, models, tools, peers)
+        return bench(a, argv, models, tools, peers)
     except BenchError as e:
         mismatch = str(e).startswith("COUNT MISMATCH")
         print(("\n" + "!" * 72 + "\n" if mismatch else "") + f"peer_bench: {e}", file=sys.stderr)
@@ -276,7 +280,7 @@ def _load(avg: tuple[float, float, float]) -> str:
     return " ".join(f"{x:.2f}" for x in avg)
 
 
-def bench(a: argparse.Namespace, models: list[Model], tools: list[Tool], peers: Peers) -> int:
+def bench(a: argparse.Namespace, argv: list[str], models: list[Model], tools: list[Tool], peers: Peers) -> int:
     """The runs, the table and the JSON file."""
     if not Path("/usr/bin/time").exists():
         raise BenchError("GNU time is not at /usr/bin/time (apt-get install time)")
@@ -313,7 +317,7 @@ def bench(a: argparse.Namespace, models: list[Model], tools: list[Tool], peers: 
     if a.json:
         Path(a.json).write_text(json.dumps({
             "started": started, "load_before": load_before, "load_after": load_after, "versions": info,
-            "argv": sys.argv[1:], "runs": [asdict(r) for r in runs],
+            "argv": argv, "runs": [asdict(r) for r in runs],
             "rows": [asdict(r) | {"bytes_per_state": r.bytes_per_state} for r in rows],
         }, indent=1) + "\n")
     return 0

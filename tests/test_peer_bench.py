@@ -153,6 +153,7 @@ def test_a_run_writes_the_table_and_json(pb: ModuleType, tmp_path: Path, capsys:
     assert [(r["tool"], r["round"]) for r in data["runs"]] == [("x", 1), ("y", 1), ("x", 2), ("y", 2)]
     assert all(r["states"] == 21_777 and r["timing"]["rss_kib"] > 0 for r in data["runs"])
     assert [r["rounds"] for r in data["rows"]] == [2, 2]
+    assert data["argv"][:2] == ["--models", "fix"]  # the arguments given, not the test runner's
 
 
 @pytest.mark.slow
