@@ -26,11 +26,12 @@ The search owns what every engine shares:
 
 Breadth-first order makes the first violation found a shortest one.  The
 frontier and the seen-set are small protocols (:class:`Frontier`,
-:class:`SeenSet`) with a list per level and a ``dict`` as the default
-implementations, so a parallel or distributed search, or a disk-backed
-seen-set, replaces them without touching the loop.
+:class:`SeenSet`, in :mod:`ownership.engines.storage` and imported here)
+with a list per level and a ``dict`` as the default implementations, so a
+parallel or distributed search, or a disk-backed seen-set, replaces them
+without touching the loop.
 
-The module is a little over 400 lines because the loop itself
+The module is about 400 lines because the loop itself
 (:meth:`BreadthFirst._loop`) is kept in one frame: it is the explorer's hot
 path, and every helper call per transition would cost on every state.
 """
@@ -39,16 +40,16 @@ from __future__ import annotations
 
 import enum
 import time
-from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.memory import Meter, peak_resident
 from ownership.core.progress import Progress, ProgressFn
 from ownership.core.result import StopReason
 from ownership.engines.coverage import ActionTally
+from ownership.engines.storage import Frontier, LevelLists, SeenSet, Tree
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance, Successor
@@ -140,91 +141,6 @@ class Limits:
     progress_every: float = 1.0
     check_every: int = 256
     max_memory: int | None = None
-
-
-class Frontier(Protocol):
-    """The states waiting to be expanded, handed out one breadth-first level at a time."""
-
-    @property
-    def push(self) -> Callable[[tuple[int, Any]], None]:
-        """Add ``(node, state)`` to the next level; read again after every :meth:`next_level`.
-
-        A method, or an attribute the frontier rebinds per level (the
-        default's is the next level's ``list.append``: no Python call per state).
-        """
-        ...
-
-    def next_level(self) -> Sequence[tuple[int, Any]]:
-        """The next level's ``(node, state)`` pairs, in the order pushed (empty when none is left)."""
-        ...
-
-
-class LevelLists:
-    """The default frontier: a list per level (``push`` is the next level's ``list.append``)."""
-
-    __slots__ = ("_next", "push")
-
-    def __init__(self) -> None:
-        self._next: list[tuple[int, Any]] = []
-        self.push: Callable[[tuple[int, Any]], None] = self._next.append
-
-    def next_level(self) -> list[tuple[int, Any]]:
-        level, self._next = self._next, []
-        self.push = self._next.append
-        return level
-
-    def __len__(self) -> int:
-        """The states queued for the next level so far (a frontier without ``__len__`` is counted by its nodes)."""
-        return len(self._next)
-
-
-class SeenSet(Protocol):
-    """The states found so far, by key (canonical form), each with its node number.
-
-    A plain ``dict`` is the default: exact keys, never hashes, since a
-    collision between two 64-bit hashes would silently drop states.
-    """
-
-    def __contains__(self, key: object) -> bool: ...
-
-    def __getitem__(self, key: Any) -> int: ...
-
-    def __setitem__(self, key: Any, node: int) -> None: ...
-
-    def __len__(self) -> int: ...
-
-
-class Tree:
-    """Parent links: per node its parent, the action instance and the choices that reached it."""
-
-    __slots__ = ("parent", "action", "picks")
-
-    def __init__(self) -> None:
-        self.parent = array("q", [-1])
-        self.action = array("i", [-1])
-        self.picks: dict[int, tuple[Any, ...]] = {}
-        """Only for the nodes reached by a step that made choices."""
-
-    def __len__(self) -> int:
-        return len(self.parent)
-
-    def add(self, parent: int, action: int, picks: tuple[Any, ...] = ()) -> int:
-        """A new node reached from ``parent`` by action instance number ``action``; its number."""
-        node = len(self.parent)
-        self.parent.append(parent)
-        self.action.append(action)
-        if picks:
-            self.picks[node] = picks
-        return node
-
-    def path(self, node: int) -> list[tuple[int, tuple[Any, ...]]]:
-        """The steps ``(action instance number, picks)`` from the initial state to ``node``."""
-        out: list[tuple[int, tuple[Any, ...]]] = []
-        while node > 0:
-            out.append((self.action[node], self.picks.get(node, ())))
-            node = self.parent[node]
-        out.reverse()
-        return out
 
 
 @dataclass(frozen=True)
