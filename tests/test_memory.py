@@ -253,21 +253,39 @@ def _run_limited(spec: Path, limit: int, *flags: str) -> subprocess.CompletedPro
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "ownership", "check", str(spec), "--no-symmetry", "--no-progress", "--no-render", *flags],
+        [sys.executable, "-m", "ownership", "check", str(spec), "--no-progress", "--no-render", *flags],
         capture_output=True, text=True, env=env, preexec_fn=cap, timeout=300, check=False, cwd=spec.parent,
     )
 
 
-@pytest.mark.slow  # fills about 60 MB of states: 10 to 40 seconds on a shared machine
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
-@pytest.mark.parametrize("flags", [(), ("--max-memory", "none")], ids=["default-budget", "no-budget"])
-def test_under_a_low_address_space_limit_the_check_ends_unknown_with_coverage(
-        pages_spec: Path, flags: tuple[str, ...]) -> None:
+def test_under_a_low_address_space_limit_the_check_ends_unknown_with_coverage(pages_spec: Path) -> None:
+    """``ulimit -v`` below the default budget: the search meets a MemoryError first, and ends as UNKNOWN all the same."""
     started = time.monotonic()
-    res = _run_limited(pages_spec, 100 * 2**20, "-p", "requests=3", "-p", "pages=8", *flags)
+    # Pages not symmetric, requests symmetric: the search reduces by symmetry, so it stays on the Python path.
+    spec = pages_spec.with_name("pages_plain.py")
+    spec.write_text(PAGES.replace('"pages", symmetric=True', '"pages", symmetric=False'))
+    res = _run_limited(spec, 100 * 2**20, "-p", "requests=2", "-p", "pages=10")
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
     assert res.returncode == 3, (res.stdout, res.stderr)
     assert "UNKNOWN  pages (explore)" in res.stdout
     assert "reached the memory limit: " in res.stdout
     assert "(inconclusive: every interleaving of up to " in res.stdout
-    assert time.monotonic() - started < 120
+    assert "the compiled kernel cannot load" not in res.stdout
+    assert time.monotonic() - started < 60  # about 3 s: a search fills 100 MB of address space quickly
+
+
+def test_a_kernel_that_cannot_load_falls_back_to_the_python_search(
+        pages_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a low ``ulimit -v`` numba's LLVM cannot map its library: the check goes on in Python, within its budget."""
+    from ownership.engines import compiled
+
+    monkeypatch.setitem(sys.modules, "ownership.kernel.driver", None)  # importing it now raises ImportError
+    inst = _instance(pages_spec)
+    result = compiled.explore_compiled(inst, ExploreOptions(symmetry=False), ("owned_by_a_request",), [], None)
+    assert result.verdict is Verdict.PROVED and result.stats.states == 3**4 * 3**2
+    assert "searched on the Python path (the compiled kernel cannot load: ModuleNotFoundError)" in result.notes
+    with pytest.raises(OwnershipError) as err:
+        compiled.explore_compiled(inst, ExploreOptions(symmetry=False, kernel="compiled"), ("owned_by_a_request",),
+                                  [], None)
+    assert err.value.code is Code.BAD_OPTION and "cannot load" in str(err.value)

@@ -160,8 +160,9 @@ class Outcome:
     """The process's peak resident memory during the search, in bytes (``None``: not measurable here)."""
     start_memory: int | None = None
     """The resident memory when the search started: what the interpreter, the spec and the instance took."""
-    storage: str = "exact (dict of states)"
-    """How the seen-set stores states (a replacement :class:`SeenSet` names its own with a ``storage`` attribute)."""
+    storage: str | None = None
+    """How states were stored: ``exact (dict of states)`` for the default seen-set, a replacement's
+    ``storage`` attribute, or what another driver says (``None``: not said)."""
 
     @property
     def bytes_per_state(self) -> float | None:
