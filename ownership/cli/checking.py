@@ -6,6 +6,7 @@ Each parses its flags into :class:`~ownership.session.Settings`, runs
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -55,7 +56,10 @@ class _Progress:
         if not self.enabled or p.seconds < 1.0:
             return
         if self.tty:
-            sys.stderr.write("\r" + p.line() + "\033[K")
+            # Rewritten in place: a line wider than the terminal would wrap and scroll instead.
+            width = shutil.get_terminal_size().columns - 1
+            line = p.line()
+            sys.stderr.write("\r" + (line if len(line) <= width else line[: width - 3] + "...") + "\033[K")
         else:
             sys.stderr.write(p.line() + "\n")
         sys.stderr.flush()
