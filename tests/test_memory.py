@@ -215,6 +215,29 @@ def test_progress_reports_memory_the_frontier_and_what_is_left_of_the_level(page
     assert "/state)" in line and "MiB" in line
 
 
+class _Levels(Visitor):
+    """Records each level's size as the search starts it."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def on_level(self, depth: int, states: int) -> Stop | None:
+        self.sizes.append(states)
+        return None
+
+
+def test_the_frontier_is_every_state_stored_and_not_yet_expanded(pages_spec: Path) -> None:
+    reports: list[Progress] = []
+    levels = _Levels()
+    BreadthFirst(_instance(pages_spec, requests=2, pages=5), symmetry=False,
+                 limits=Limits(progress_every=0.0, check_every=32), progress=reports.append).run(levels)
+    assert len({p.depth for p in reports}) > 2
+    for p in reports:
+        assert p.level_states == levels.sizes[p.depth] and p.level_left is not None
+        expanded = sum(levels.sizes[:p.depth]) + p.level_states - p.level_left
+        assert p.states == expanded + p.frontier
+
+
 def test_a_report_without_the_new_fields_reads_as_before() -> None:
     line = Progress(2.0, states=100, transitions=300, depth=3, frontier=40).line()
     assert line == "  ... 100 states, 300 transitions, depth 3, frontier 40, 50 states/s, 2s"
