@@ -223,8 +223,9 @@ class BreadthFirst:
         self.level = 0
         self.dropped = False
         self.high_memory = 0
-        self.start_memory = 0
         """The highest resident memory the loop read (it reads only with a budget or progress reports)."""
+        self.start_memory = 0
+        """The resident memory when :meth:`run` started (0: not read yet)."""
 
     @property
     def reduced(self) -> bool:
@@ -270,12 +271,12 @@ class BreadthFirst:
                        start_memory=start_memory or None, storage=self.storage)
 
     @property
-    def storage(self) -> str:
-        """How the seen-set stores states: its ``storage`` attribute, or the default dict's exact keys."""
+    def storage(self) -> str | None:
+        """How the seen-set stores states: its ``storage`` attribute, the default dict's exact keys, or ``None``."""
         named = getattr(self.seen, "storage", None)
         if isinstance(named, str):
             return named
-        return "exact (dict of states)" if isinstance(self.seen, dict) else f"exact ({type(self.seen).__name__})"
+        return "exact (dict of states)" if isinstance(self.seen, dict) else None
 
     def _free(self) -> None:
         """Drop the seen-set and the frontier after a ``MemoryError``, so the result can be built.
