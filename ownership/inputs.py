@@ -140,6 +140,61 @@ def check_search_limits(max_depth: int | None, max_states: int | None, max_secon
     check_seconds("--max-seconds", max_seconds)
 
 
+_SIZE = re.compile(r"(?P<number>\d+(?:\.\d*)?|\.\d+)\s*(?:(?P<unit>[kmgt])(?P<suffix>ib|b)?|b)?", re.IGNORECASE)
+_POWERS = {"k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def parse_size(option: str, text: str) -> int | None:
+    """A memory size in bytes: ``500M``, ``4G``, ``2.5GiB``, ``1000000``; ``none`` is no limit (``None``).
+
+    K, M, G and T are powers of 1024, with or without ``iB`` (``4G`` and
+    ``4GiB`` are the same); ``KB``, ``MB``, ``GB`` and ``TB`` are powers of
+    1000; a plain number (or one ending in ``B``) is bytes.  Anything else,
+    or a size below one byte, is OWN015, named by ``option``.
+    """
+    spelled = text.strip()
+    if spelled.lower() == "none":
+        return None
+    hint = "give a size such as 500M, 4G, 2.5GiB or a number of bytes, or none for no limit"
+    m = _SIZE.fullmatch(spelled.replace("_", ""))
+    if m is None:
+        raise OwnershipError(Code.BAD_NUMBER, f"{option} {text!r}: not a size; {hint}")
+    unit = (m["unit"] or "").lower()
+    if not unit and "." in m["number"]:
+        raise OwnershipError(Code.BAD_NUMBER, f"{option} {text!r}: a number of bytes is a whole number; {hint}")
+    base = 1000 if (m["suffix"] or "").lower() == "b" else 1024
+    size = float(m["number"]) * base ** _POWERS[unit] if unit else int(m["number"])
+    if size < 1:
+        raise OwnershipError(Code.BAD_NUMBER, f"{option} must be at least 1 byte, got {text!r}; {hint}")
+    return int(size)
+
+
+def memory_size(option: str) -> Callable[[str], str]:
+    """A typer ``parser=`` for a memory-size option: refuses a bad size at once (OWN015), keeps the text as written."""
+
+    def parse(text: str) -> str:
+        parse_size(option, text)
+        return text.strip()
+
+    return parse
+
+
+def memory_budget(value: int | str | None, option: str = "--max-memory") -> int | None:
+    """The budget in bytes for a setting: ``None`` is the default share of the machine, ``"none"`` no limit.
+
+    ``value`` is a size as written (``"4G"``) or a number of bytes; the
+    default is :func:`ownership.core.memory.default_budget`.
+    """
+    if value is None:
+        from ownership.core.memory import default_budget
+
+        return default_budget()
+    if isinstance(value, int):
+        check_count(option, value, 1)
+        return value
+    return parse_size(option, value)
+
+
 def check_optimised(free: Sequence[str], minimize: str | None, maximize: str | None) -> None:
     """Refuse ``--minimize``/``--maximize`` of a parameter that is not ``--free`` (OWN013)."""
     for flag, name in (("--minimize", minimize), ("--maximize", maximize)):

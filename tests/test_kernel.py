@@ -66,10 +66,18 @@ def test_a_frontier_past_its_share_of_memory_goes_to_disk() -> None:
 
     inst = instance("sglang_disagg_v0_5_21")
     names = [i.name for i in inst.invariants]
-    spilled = search(inst, names, False, KernelLimits(fingerprints=True, max_memory=4 * 40_000))
+    spilled = search(inst, names, False, KernelLimits(fingerprints=True, spill_bytes=40_000))
     exact = search(instance("sglang_disagg_v0_5_21"), names, False, KernelLimits())
     assert "spilled to disk" in spilled.storage and "spilled" not in exact.storage
     assert (spilled.states, spilled.transitions, spilled.reason) == (exact.states, exact.transitions, exact.reason)
+
+
+def test_a_memory_budget_ends_the_compiled_search_with_its_coverage() -> None:
+    result = explore(instance("sglang_disagg_v0_5_20"), ExploreOptions(symmetry=False, kernel="compiled", max_memory=1))
+    assert result.verdict is Verdict.UNKNOWN and result.stop_reason is StopReason.MEMORY_LIMIT
+    assert any("every interleaving of up to" in n for n in result.notes)
+    assert result.stats.storage is not None and "exact" in result.stats.storage
+    assert result.stats.peak_memory is not None and result.stats.peak_memory > 0
 
 
 def test_fingerprints_need_the_compiled_kernel() -> None:

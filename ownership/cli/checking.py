@@ -6,6 +6,7 @@ Each parses its flags into :class:`~ownership.session.Settings`, runs
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from ownership.cli.common import (
     JunitOpt,
     LibraryOpt,
     MaxDomainOpt,
+    MaxMemoryOpt,
     ParamOpt,
     SarifOpt,
     engine_help,
@@ -54,7 +56,10 @@ class _Progress:
         if not self.enabled or p.seconds < 1.0:
             return
         if self.tty:
-            sys.stderr.write("\r" + p.line() + "\033[K")
+            # Rewritten in place: a line wider than the terminal would wrap and scroll instead.
+            width = shutil.get_terminal_size().columns - 1
+            line = p.line()
+            sys.stderr.write("\r" + (line if len(line) <= width else line[: width - 3] + "...") + "\033[K")
         else:
             sys.stderr.write(p.line() + "\n")
         sys.stderr.flush()
@@ -166,6 +171,7 @@ def check(
         metavar="N", rich_help_panel=LIMITS, help="Stop after N distinct states (UNKNOWN, exit 3).")] = None,
     max_seconds: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="Wall-clock limit per spec (UNKNOWN, exit 3).")] = None,
+    max_memory: MaxMemoryOpt = None,
     solver_timeout: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="bmc, prove: limit per solver call.")] = None,
     seed: Annotated[int | None, typer.Option(
@@ -207,8 +213,8 @@ def check(
     inputs.check_optimised(tuple(free or ()), minimize, maximize)
     settings = Settings(
         engine=engine.value, params=parse_params(param, free), max_depth=max_depth, max_states=max_states,
-        max_seconds=max_seconds, symmetry=symmetry, deadlock=deadlock, invariants=tuple(invariant) if invariant else None,
-        out=out, formats=formats, render=render, progress=progress, solver_timeout=solver_timeout,
+        max_seconds=max_seconds, max_memory=max_memory, symmetry=symmetry, deadlock=deadlock,
+        invariants=tuple(invariant) if invariant else None, out=out, formats=formats, render=render, progress=progress, solver_timeout=solver_timeout,
         free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
         seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,
     )
@@ -262,6 +268,7 @@ def report(
         metavar="N", rich_help_panel=LIMITS, help="explore: stop after N states (bounds the diagnosis too).")] = None,
     max_seconds: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="explore: wall-clock limit.")] = None,
+    max_memory: MaxMemoryOpt = None,
     solver_timeout: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="bmc: limit per solver call.")] = None,
     allow_vacuous: AllowVacuousOpt = False,
@@ -283,7 +290,7 @@ def report(
         for e in engines:
             s = Settings(engine=e, params=params, max_depth=max_depth, max_states=max_states if e == "explore" else None,
                          max_seconds=max_seconds if e == "explore" else None, symmetry=symmetry, render=False,
-                         solver_timeout=solver_timeout, max_domain=max_domain)
+                         solver_timeout=solver_timeout, max_domain=max_domain, max_memory=max_memory)
             outcome = _session_check(spec_path, s, outputs=False)
             worst = worse(worst, outcome.result.exit_code_allowing(allow_vacuous))
             runs.append((outcome.result, s.reproduce_flags()))
@@ -309,6 +316,7 @@ def test_specs(
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
     max_seconds: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="Per-spec time limit (a spec that hits it fails).")] = None,
+    max_memory: MaxMemoryOpt = None,
     out: Annotated[Path | None, typer.Option(
         parser=inputs.output_dir("--out"), metavar="DIR", rich_help_panel=OUTPUT,
         help="Write each counterexample to a folder per spec in DIR (default: none).")] = None,
@@ -349,7 +357,8 @@ def test_specs(
                         "ownership test applies --param to every spec in the folder",
                         spec.file, spec.line,
                     )
-                settings = Settings(params=params, max_seconds=max_seconds, symmetry=symmetry, progress=False,
+                settings = Settings(params=params, max_seconds=max_seconds, max_memory=max_memory, symmetry=symmetry,
+                                    progress=False,
                                     out=out / spec.name if out is not None else None, max_domain=max_domain)
                 outcome = session.check(path, settings, spec=spec, outputs=False)
             except OwnershipError as exc:

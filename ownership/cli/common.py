@@ -76,6 +76,12 @@ AllowVacuousOpt = Annotated[
     typer.Option("--allow-vacuous", metavar="", rich_help_panel=REPORTS,
                  help="Exit 0, not 3, for a vacuous safe verdict (an action never fired)."),
 ]
+MaxMemoryOpt = Annotated[
+    str | None,
+    typer.Option("--max-memory", parser=inputs.memory_size("--max-memory"), metavar="SIZE", rich_help_panel=LIMITS,
+                 help="Stop the search at this much memory, e.g. 500M, 4G, 2.5GiB, bytes or none "
+                      "(UNKNOWN, exit 3; default: 80% of the least of RAM, the cgroup limit and ulimit -v)."),
+]
 LibraryOpt = Annotated[
     bool,
     typer.Option("--library", help="Read the spec library installed with ownership, not a folder."),

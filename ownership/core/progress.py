@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ownership.core.memory import format_size
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -20,8 +22,16 @@ class Progress:
 
     ``states``, ``transitions``, ``depth`` and ``frontier`` are a search's
     counts (a solver engine reports ``depth``, the steps unrolled, only);
-    ``examples`` and ``steps`` are a sampling engine's (random examples and
-    walks run, steps taken), ``None`` for the other engines.
+    ``frontier`` is every state waiting to be expanded (the rest of the
+    current level and those queued for the next).  ``memory`` is the
+    process's resident memory in bytes and ``bytes_per_state`` what the
+    search grew by per stored state (an upper bound: the interpreter's own
+    garbage counts too).  ``level_states``, ``level_left`` and
+    ``level_seconds_left`` say how much of the current breadth-first level
+    is left, at its rate so far: a search never says how long the levels it
+    has not reached will take, since their size is unknown.  ``examples``
+    and ``steps`` are a sampling engine's (random examples and walks run,
+    steps taken).  ``None`` is "not measured", left out of the line.
     """
 
     seconds: float
@@ -31,17 +41,34 @@ class Progress:
     frontier: int = 0
     examples: int | None = None
     steps: int | None = None
+    memory: int | None = None
+    bytes_per_state: float | None = None
+    level_states: int | None = None
+    level_left: int | None = None
+    level_seconds_left: float | None = None
 
     def line(self) -> str:
-        """The progress line the command line prints."""
+        """The progress line the command line prints (one line)."""
         if self.examples is not None:
             return (f"  ... {self.examples:,} examples, {self.steps or 0:,} steps, "
                     f"{self.states:,} distinct states, {self.seconds:.0f}s")
         if not self.states:  # solver engines report depth and time only
             return f"  ... unrolled {self.depth} steps, {self.seconds:.0f}s"
         rate = self.states / self.seconds if self.seconds else 0.0
-        return (f"  ... {self.states:,} states, {self.transitions:,} transitions, depth {self.depth}, "
-                f"frontier {self.frontier:,}, {rate:,.0f} states/s, {self.seconds:.0f}s")
+        parts = [f"  ... {self.states:,} states", f"{self.transitions:,} transitions", self._depth(),
+                 f"frontier {self.frontier:,}", f"{rate:,.0f} states/s"]
+        if self.memory is not None:
+            per = f" ({format_size(self.bytes_per_state)}/state)" if self.bytes_per_state is not None else ""
+            parts.append(f"{format_size(self.memory)}{per}")
+        parts.append(f"{self.seconds:.0f}s")
+        return ", ".join(parts)
+
+    def _depth(self) -> str:
+        """``depth 7`` and, when known, what is left of it: ``depth 7 (41,200 of 120,000 left, ~8s)``."""
+        if self.level_left is None or self.level_states is None:
+            return f"depth {self.depth}"
+        eta = f", ~{self.level_seconds_left:.0f}s" if self.level_seconds_left is not None else ""
+        return f"depth {self.depth} ({self.level_left:,} of {self.level_states:,} left{eta})"
 
 
 ProgressFn = Callable[[Progress], None]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ownership.core.memory import format_size
 from ownership.core.trace import Trace
 from ownership.errors import Code, ExitCode, SpecWarning
 
@@ -37,6 +38,7 @@ class StopReason(enum.Enum):
     DEPTH_LIMIT = "reached the depth limit"
     STATE_LIMIT = "reached the state limit"
     TIME_LIMIT = "reached the time limit"
+    MEMORY_LIMIT = "reached the memory limit"
     INTERRUPTED = "interrupted"
     SOLVER_UNKNOWN = "got 'unknown' from the solver"
     INDUCTION = "closed an induction proof"
@@ -162,16 +164,51 @@ _ENGINE_KIND = {
 
 @dataclass(frozen=True)
 class Stats:
-    """What an engine covered: distinct states, transitions, depth, time."""
+    """What an engine covered: distinct states, transitions, depth, time, and what storing them cost.
+
+    ``peak_memory`` is the process's peak resident memory during the run,
+    in bytes.  ``bytes_per_state`` is how much the resident memory grew
+    while searching, divided by the states stored: an upper bound on what
+    one state costs, since the interpreter's own arenas, garbage and the
+    frontier count too.  ``storage`` says how states were stored
+    (``exact (dict of states)``; a search storing fingerprints says so and
+    estimates its collisions there).  ``None``: the engine did not measure it.
+    """
 
     states: int = 0
     transitions: int = 0
     depth: int = 0
     seconds: float = 0.0
+    peak_memory: int | None = None
+    bytes_per_state: float | None = None
+    storage: str | None = None
 
     @property
     def states_per_second(self) -> float:
         return self.states / self.seconds if self.seconds > 0 else float(self.states)
+
+    def memory_line(self) -> str | None:
+        """``peak memory 412 MiB, at most 230 B per stored state, storage exact (dict of states)`` (``None``: not measured)."""
+        parts = []
+        if self.peak_memory is not None:
+            parts.append(f"peak memory {format_size(self.peak_memory)}")
+        if self.bytes_per_state is not None:
+            parts.append(f"at most {format_size(self.bytes_per_state)} per stored state")
+        if self.storage is not None:
+            parts.append(f"storage {self.storage}")
+        return ", ".join(parts) if parts else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The statistics as a JSON object (``--json``); unmeasured memory figures are ``null``."""
+        return {
+            "states": self.states,
+            "transitions": self.transitions,
+            "depth": self.depth,
+            "seconds": round(self.seconds, 6),
+            "peak_memory_bytes": self.peak_memory,
+            "bytes_per_state": round(self.bytes_per_state, 1) if self.bytes_per_state is not None else None,
+            "storage": self.storage,
+        }
 
 
 @dataclass(frozen=True)

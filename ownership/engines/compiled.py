@@ -101,11 +101,24 @@ def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, 
     """The explorer's result for a search on the compiled kernel (Python path if a value does not pack)."""
     from ownership.engines.explore import _result
     from ownership.kernel.codec import Unrepresentable
-    from ownership.kernel.driver import KernelLimits, search
 
+    try:
+        from ownership.kernel.driver import KernelLimits, search
+    except (ImportError, OSError, MemoryError) as exc:  # numba/LLVM cannot load, e.g. under a low ulimit -v
+        if options.kernel == "compiled":
+            raise OwnershipError(Code.BAD_OPTION, f"--kernel compiled: the kernel cannot load ({type(exc).__name__}); "
+                                 "use --kernel python") from None
+        from dataclasses import replace
+
+        from ownership.engines.explore import explore
+
+        result = explore(inst, replace(options, kernel="python"), progress)
+        why = f"the compiled kernel cannot load: {type(exc).__name__}"
+        return replace(result, notes=(*result.notes, f"searched on the Python path ({why})"))
     limits = KernelLimits(max_depth=options.max_depth, max_states=options.max_states,
                           max_seconds=None if options.max_seconds is None else max(0.0, options.max_seconds - elapsed),
-                          progress_every=options.progress_every, fingerprints=options.storage == "fingerprint")
+                          progress_every=options.progress_every, fingerprints=options.storage == "fingerprint",
+                          max_memory=options.max_memory)
     try:
         run = search(inst, names, options.deadlock, limits, progress)
     except Unrepresentable as exc:
@@ -122,7 +135,8 @@ def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, 
     tally.fired = run.fired
     tally.enabled = run.enabled
     outcome = Outcome(Stop(run.reason, run.node, run.depth, run.detail), run.level, run.states, run.transitions,
-                      run.expanded, run.seconds + elapsed, run.complete)
+                      run.expanded, run.seconds + elapsed, run.complete, peak_memory=run.peak_memory,
+                      start_memory=run.start_memory, storage=run.storage)
     words = (run.store_bytes and run.bytes_per_state) or 0.0
     notes = [*notes, (f"compiled kernel: states packed in {run.words} 64-bit word(s) ({run.bits} bits); storage "
                       f"{run.storage}, {words:.0f} bytes per state; {run.misses:,} Python runs memoised "

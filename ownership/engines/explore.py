@@ -49,14 +49,19 @@ class ExploreOptions:
     storage: str = "exact"
     """``exact`` (every state kept) or ``fingerprint`` (64-bit fingerprints, compiled kernel only: the
     verdict states the probability of a collision)."""
+    max_memory: int | None = None
+    """Resident-memory budget in bytes (``None``: none; a check's default is a share of the machine)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExploreOptions:
         """The explorer's options for a check (``--free``'s explorer is :class:`~ownership.engines.paramexplore.ParamOptions`)."""
         if settings.minimize or settings.maximize:
             raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
+        from ownership import inputs
+
         options = cls(max_depth=settings.max_depth, max_states=settings.max_states, max_seconds=settings.max_seconds,
-                      symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants)
+                      symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants,
+                      max_memory=inputs.memory_budget(settings.max_memory))
         options.validate()
         return options
 
@@ -140,7 +145,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
 
     names = tuple(i.name for i in select_invariants(inst, options.invariants))
     limits = Limits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=options.max_seconds,
-                    progress_every=options.progress_every)
+                    progress_every=options.progress_every, max_memory=options.max_memory)
     kernel = compiled.choose_kernel(options.kernel, options.symmetry, inst, options.max_states, options.storage)
     switch = kernel == "auto"
     if switch:
@@ -188,7 +193,7 @@ def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], li
     stop = outcome.stop
     reason = stop.reason
     depth = outcome.depth
-    if reason in (StopReason.STATE_LIMIT, StopReason.TIME_LIMIT, StopReason.INTERRUPTED):
+    if reason in (StopReason.STATE_LIMIT, StopReason.TIME_LIMIT, StopReason.MEMORY_LIMIT, StopReason.INTERRUPTED):
         # Breadth-first: every level before the one being expanded was finished.
         notes.append(
             f"inconclusive: every interleaving of up to {depth - 1} steps was checked, "
@@ -207,7 +212,8 @@ def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], li
         engine="explore",
         verdict=_VERDICTS.get(reason, Verdict.UNKNOWN),
         stop_reason=reason,
-        stats=Stats(outcome.states, outcome.transitions, depth, outcome.seconds),
+        stats=Stats(outcome.states, outcome.transitions, depth, outcome.seconds, peak_memory=outcome.peak_memory,
+                    bytes_per_state=outcome.bytes_per_state, storage=outcome.storage),
         params=dict(inst.param_values),
         invariants=names,
         violated=bad,

@@ -11,10 +11,12 @@ that needs no per-transition work costs nothing per transition.
 
 The search owns what every engine shares:
 
-* the limits (:class:`Limits`: depth, states, expansions, wall-clock time)
-  and the progress reports (:class:`~ownership.core.progress.Progress`);
-  Ctrl-C, SIGTERM and :func:`~ownership.core.limits.limited`'s time limit
-  end it with their reason instead of a traceback;
+* the limits (:class:`Limits`: depth, states, expansions, wall-clock time,
+  memory) and the progress reports (:class:`~ownership.core.progress.Progress`);
+  Ctrl-C, SIGTERM, :func:`~ownership.core.limits.limited`'s time limit and
+  running out of memory end it with their reason instead of a traceback;
+* what it cost (:class:`Outcome`: the peak memory, bytes per stored state,
+  how states are stored);
 * optional symmetry reduction: states are stored by their exact canonical
   form (:mod:`ownership.engines.symmetry`), and choices among identical
   elements are merged while it runs (:meth:`Instance.mode`);
@@ -24,11 +26,12 @@ The search owns what every engine shares:
 
 Breadth-first order makes the first violation found a shortest one.  The
 frontier and the seen-set are small protocols (:class:`Frontier`,
-:class:`SeenSet`) with a list per level and a ``dict`` as the default
-implementations, so a parallel or distributed search, or a disk-backed
-seen-set, replaces them without touching the loop.
+:class:`SeenSet`, in :mod:`ownership.engines.storage` and imported here)
+with a list per level and a ``dict`` as the default implementations, so a
+parallel or distributed search, or a disk-backed seen-set, replaces them
+without touching the loop.
 
-The module is a little over 400 lines because the loop itself
+The module is about 400 lines because the loop itself
 (:meth:`BreadthFirst._loop`) is kept in one frame: it is the explorer's hot
 path, and every helper call per transition would cost on every state.
 """
@@ -37,15 +40,16 @@ from __future__ import annotations
 
 import enum
 import time
-from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ownership.core.limits import stop_in, stop_reason_of
+from ownership.core.memory import Meter, peak_resident
 from ownership.core.progress import Progress, ProgressFn
 from ownership.core.result import StopReason
 from ownership.engines.coverage import ActionTally
+from ownership.engines.storage import Frontier, LevelLists, SeenSet, Tree
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance, Successor
@@ -118,9 +122,15 @@ class Limits:
     ``max_expanded`` expanded ones.  When the state limit is reached the
     search stops, unless ``drop_when_full``: then it finishes expanding
     the states it has and drops new ones (the outcome is not complete).
-    The clock is read, and progress reported, every ``check_every``
-    expansions (a power of two) and after any expansion wider than 64
-    successors.
+    The clock and the memory are read, and progress reported, every
+    ``check_every`` expansions (a power of two) and after any expansion
+    wider than 64 successors.  ``max_memory`` is a budget of resident
+    memory in bytes for the whole process (what the search stores and
+    everything else): past it the search stops with
+    ``StopReason.MEMORY_LIMIT``.  An address-space limit (``ulimit -v``)
+    counts mappings, which grow faster than resident memory: a search that
+    reaches it first gets a ``MemoryError``, which ends it with the same
+    reason and the coverage reached (the seen-set is dropped first).
     """
 
     max_depth: int | None = None
@@ -130,87 +140,7 @@ class Limits:
     drop_when_full: bool = False
     progress_every: float = 1.0
     check_every: int = 256
-
-
-class Frontier(Protocol):
-    """The states waiting to be expanded, handed out one breadth-first level at a time."""
-
-    @property
-    def push(self) -> Callable[[tuple[int, Any]], None]:
-        """Add ``(node, state)`` to the next level; read again after every :meth:`next_level`.
-
-        A method, or an attribute the frontier rebinds per level (the
-        default's is the next level's ``list.append``: no Python call per state).
-        """
-        ...
-
-    def next_level(self) -> Sequence[tuple[int, Any]]:
-        """The next level's ``(node, state)`` pairs, in the order pushed (empty when none is left)."""
-        ...
-
-
-class LevelLists:
-    """The default frontier: a list per level (``push`` is the next level's ``list.append``)."""
-
-    __slots__ = ("_next", "push")
-
-    def __init__(self) -> None:
-        self._next: list[tuple[int, Any]] = []
-        self.push: Callable[[tuple[int, Any]], None] = self._next.append
-
-    def next_level(self) -> list[tuple[int, Any]]:
-        level, self._next = self._next, []
-        self.push = self._next.append
-        return level
-
-
-class SeenSet(Protocol):
-    """The states found so far, by key (canonical form), each with its node number.
-
-    A plain ``dict`` is the default: exact keys, never hashes, since a
-    collision between two 64-bit hashes would silently drop states.
-    """
-
-    def __contains__(self, key: object) -> bool: ...
-
-    def __getitem__(self, key: Any) -> int: ...
-
-    def __setitem__(self, key: Any, node: int) -> None: ...
-
-    def __len__(self) -> int: ...
-
-
-class Tree:
-    """Parent links: per node its parent, the action instance and the choices that reached it."""
-
-    __slots__ = ("parent", "action", "picks")
-
-    def __init__(self) -> None:
-        self.parent = array("q", [-1])
-        self.action = array("i", [-1])
-        self.picks: dict[int, tuple[Any, ...]] = {}
-        """Only for the nodes reached by a step that made choices."""
-
-    def __len__(self) -> int:
-        return len(self.parent)
-
-    def add(self, parent: int, action: int, picks: tuple[Any, ...] = ()) -> int:
-        """A new node reached from ``parent`` by action instance number ``action``; its number."""
-        node = len(self.parent)
-        self.parent.append(parent)
-        self.action.append(action)
-        if picks:
-            self.picks[node] = picks
-        return node
-
-    def path(self, node: int) -> list[tuple[int, tuple[Any, ...]]]:
-        """The steps ``(action instance number, picks)`` from the initial state to ``node``."""
-        out: list[tuple[int, tuple[Any, ...]]] = []
-        while node > 0:
-            out.append((self.action[node], self.picks.get(node, ())))
-            node = self.parent[node]
-        out.reverse()
-        return out
+    max_memory: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +156,20 @@ class Outcome:
     seconds: float
     complete: bool
     """It ran out of new states and dropped none: every reachable state was stored."""
+    peak_memory: int | None = None
+    """The process's peak resident memory during the search, in bytes (``None``: not measurable here)."""
+    start_memory: int | None = None
+    """The resident memory when the search started: what the interpreter, the spec and the instance took."""
+    storage: str | None = None
+    """How states were stored: ``exact (dict of states)`` for the default seen-set, a replacement's
+    ``storage`` attribute, or what another driver says (``None``: not said)."""
+
+    @property
+    def bytes_per_state(self) -> float | None:
+        """The memory the search grew by, per stored state: an upper bound (garbage and the interpreter's arenas count too)."""
+        if self.peak_memory is None or self.start_memory is None or not self.states:
+            return None
+        return max(self.peak_memory - self.start_memory, 0) / self.states
 
     @property
     def depth(self) -> int:
@@ -278,6 +222,10 @@ class BreadthFirst:
         self.expanded = 0
         self.level = 0
         self.dropped = False
+        self.high_memory = 0
+        """The highest resident memory the loop read (it reads only with a budget or progress reports)."""
+        self.start_memory = 0
+        """The resident memory when :meth:`run` started (0: not read yet)."""
 
     @property
     def reduced(self) -> bool:
@@ -291,23 +239,57 @@ class BreadthFirst:
         them) and the view's modes are restored afterwards, also on an error.
         """
         start = time.perf_counter()
-        with self.inst.mode(recording=False, choice_reduction=self.reduce):
+        peak_before = peak_resident()
+        out_of_memory = False
+        with Meter() as meter, self.inst.mode(recording=False, choice_reduction=self.reduce):
+            start_memory = self.start_memory = meter()
             try:
-                stop = self._loop(visitor, start)
+                stop = self._loop(visitor, start, meter)
             except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, the wall-clock limit
                 if not self.catch_stops:
                     raise
                 stop = Stop(stop_reason_of(exc), depth=self.level + 1)
+            except MemoryError:  # a ulimit below the budget, or one allocation larger than what was left
+                if not self.catch_stops:
+                    raise
+                out_of_memory = True  # freed below, once the loop's frame (and its level list) is gone
             except Exception as exc:  # a stop that came out of a Z3 call; anything else is re-raised
                 halt = stop_in(exc)
                 if halt is None or not self.catch_stops:
                     raise
                 stop = Stop(stop_reason_of(halt), depth=self.level + 1)
+            if out_of_memory:
+                self._free()
+                stop = Stop(StopReason.MEMORY_LIMIT, depth=self.level + 1)
+            end_memory = meter()
         complete = stop.reason is StopReason.EXHAUSTED and not self.dropped
+        # The process's own peak is this search's if it rose while it ran; else the highest reading.
+        peak_after = peak_resident()
+        peak = peak_after if peak_after > peak_before else max(self.high_memory, end_memory)
         return Outcome(stop, self.level, len(self.tree), self.transitions, self.expanded,
-                       time.perf_counter() - start, complete)
+                       time.perf_counter() - start, complete, peak_memory=peak or None,
+                       start_memory=start_memory or None, storage=self.storage)
 
-    def _loop(self, visitor: Visitor, start: float) -> Stop:  # noqa: C901 - the hot loop, kept in one frame
+    @property
+    def storage(self) -> str | None:
+        """How the seen-set stores states: its ``storage`` attribute, the default dict's exact keys, or ``None``."""
+        named = getattr(self.seen, "storage", None)
+        if isinstance(named, str):
+            return named
+        return "exact (dict of states)" if isinstance(self.seen, dict) else None
+
+    def _free(self) -> None:
+        """Drop the seen-set and the frontier after a ``MemoryError``, so the result can be built.
+
+        The parent links stay (a few bytes per state): they count the
+        states and rebuild any path.
+        """
+        clear = getattr(self.seen, "clear", None)
+        if callable(clear):
+            clear()
+        self.frontier = LevelLists()
+
+    def _loop(self, visitor: Visitor, start: float, meter: Meter) -> Stop:  # noqa: C901 - the hot loop, kept in one frame
         on_state = _overrides(visitor, "on_state")
         on_edge = _overrides(visitor, "on_edge")
         on_flagged = _overrides(visitor, "on_flagged")
@@ -318,9 +300,12 @@ class BreadthFirst:
         drop = limits.drop_when_full
         deadline = start + limits.max_seconds if limits.max_seconds is not None else None
         mask = limits.check_every - 1
+        max_memory = limits.max_memory
         progress, every = self.progress, limits.progress_every
         last_report = start
+        high = 0
         key, seen, expand, frontier = self.key, self.seen, self.expand, self.frontier
+        sized = hasattr(frontier, "__len__")
         tree = self.tree
         parent, via_action, via_picks = tree.parent, tree.action, tree.picks
         tally = self.tally
@@ -346,6 +331,7 @@ class BreadthFirst:
                         return halt
                 push = frontier.push
                 below = level + 1
+                level_nodes, level_expanded, level_start = len(parent), expanded, time.perf_counter()
                 for idx, st in current:
                     if max_expanded is not None and expanded >= max_expanded:
                         return Stop(StopReason.STATE_LIMIT, depth=level)
@@ -404,12 +390,39 @@ class BreadthFirst:
                         now = time.perf_counter()
                         if deadline is not None and now > deadline:
                             return Stop(StopReason.TIME_LIMIT, depth=below)
+                        if max_memory is not None:
+                            used = meter()
+                            high = max(high, used)
+                            if used > max_memory:
+                                return Stop(StopReason.MEMORY_LIMIT, depth=below)
                         if progress is not None and now - last_report >= every:
                             last_report = now
-                            progress(Progress(now - start, len(parent), transitions, level, len(current)))
+                            progress(self._report(now - start, now - level_start, meter, transitions, level,
+                                                  len(current), expanded - level_expanded,
+                                                  len(frontier) if sized else len(parent) - level_nodes))  # type: ignore[arg-type]
                 current = frontier.next_level()
                 if current:
                     level += 1
             return Stop(StopReason.EXHAUSTED, depth=level)
         finally:
             self.transitions, self.expanded, self.level = transitions, expanded, level
+            self.high_memory = max(self.high_memory, high)
+
+    def _report(self, seconds: float, level_seconds: float, meter: Meter, transitions: int, level: int,
+                level_size: int, level_done: int, queued: int) -> Progress:
+        """A progress report; its memory reading counts towards the peak.
+
+        The frontier is every state waiting: the rest of this level and those
+        queued for the next.  What is left is said only for this level, with
+        its rate so far: the size of the levels to come is not known.
+        """
+        used = meter()
+        self.high_memory = max(self.high_memory, used)
+        states = len(self.tree)
+        left = level_size - level_done
+        rate = level_done / level_seconds if level_seconds > 0 else 0.0
+        grown = used - self.start_memory if self.start_memory and states else None
+        return Progress(seconds, states, transitions, level, left + queued, memory=used,
+                        bytes_per_state=max(grown, 0) / states if grown is not None else None,
+                        level_states=level_size, level_left=left,
+                        level_seconds_left=left / rate if rate > 0 else None)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ownership.core.limits import stop_reason_of
+from ownership.core.memory import Meter
 from ownership.core.progress import Progress, ProgressFn
 from ownership.core.result import StopReason
 from ownership.errors import Code, OwnershipError
@@ -56,6 +57,9 @@ class KernelLimits:
     progress_every: float = 1.0
     fingerprints: bool = False
     """Store 64-bit fingerprints instead of states (:class:`~ownership.kernel.store.FingerprintStore`)."""
+    spill_bytes: int | None = None
+    """With fingerprints, the frontier's rows beyond this many bytes go to disk (default: a quarter of
+    ``max_memory``)."""
 
 
 @dataclass
@@ -86,6 +90,10 @@ class KernelRun:
     restarts: int = 0
     storage: str = ""
     """What the store kept, for the verdict (exact, or fingerprints with the collision estimate)."""
+    peak_memory: int | None = None
+    """The largest resident memory measured during the search, in bytes."""
+    start_memory: int | None = None
+    """The resident memory when the search started."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -108,7 +116,8 @@ def search(inst: Instance, names: Sequence[str], deadlock: bool, limits: KernelL
         while True:
             codec = Codec(inst, widths)
             # Fingerprints keep a quarter of the memory budget for the frontier's rows; past it they go to disk.
-            spill = limits.max_memory // 4 if limits.max_memory is not None else None
+            spill = limits.spill_bytes if limits.spill_bytes is not None else \
+                limits.max_memory // 4 if limits.max_memory is not None else None
             store: ExactStore | FingerprintStore = FingerprintStore(codec.words, spill_bytes=spill) \
                 if limits.fingerprints else ExactStore(codec.words)
             try:
@@ -154,6 +163,9 @@ class _Search:
         self.scratch_bad = np.zeros(64, dtype=np.int32)
         self.io = np.zeros(loop.IO_SIZE, dtype=np.int64)
         self.audits = 0
+        self.meter = Meter()
+        self.start_memory = self.meter()
+        self.peak_memory = self.start_memory
 
     # -- the Python side of a miss ---------------------------------------------------
     def _record_action(self, state: State, a: int) -> None:
@@ -206,6 +218,13 @@ class _Search:
 
     # -- the search ------------------------------------------------------------------
     def run(self) -> KernelRun:
+        """Search to the end or a stop; the memory meter is closed either way."""
+        try:
+            return self._levels()
+        finally:
+            self.meter.close()
+
+    def _levels(self) -> KernelRun:
         inst, codec, store, io = self.inst, self.codec, self.store, self.io
         limits = self.limits
         init = inst.init_state
@@ -222,6 +241,7 @@ class _Search:
         last_report = time.perf_counter()
         next_check = 0
         level, lo, hi = 0, 0, 1
+        level_start = time.perf_counter()
         try:
             while lo < hi:
                 if limits.max_depth is not None and level >= limits.max_depth:
@@ -242,10 +262,14 @@ class _Search:
                     now = time.perf_counter()
                     if deadline is not None and now > deadline:
                         return self._finish(StopReason.TIME_LIMIT, None, level + 1, None, level)
+                    used = self.meter()
+                    self.peak_memory = max(self.peak_memory, used)
+                    if limits.max_memory is not None and used > limits.max_memory:
+                        return self._finish(StopReason.MEMORY_LIMIT, None, level + 1, None, level)
                     if self.progress is not None and now - last_report >= limits.progress_every:
                         last_report = now
-                        self.progress(Progress(now - self.start, int(io[loop.IO_NODES]), int(io[loop.IO_TRANSITIONS]),
-                                               level, hi - lo))
+                        self.progress(self._progress(now, level, lo, hi, cursor, level_start, used))
+                level_start = time.perf_counter()
                 lo, hi = hi, int(io[loop.IO_NODES])
                 store.next_level(lo, hi)
                 if lo < hi:
@@ -253,6 +277,19 @@ class _Search:
             return self._finish(StopReason.EXHAUSTED, None, level, None, level)
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, the wall-clock limit
             return self._finish(stop_reason_of(exc), None, level + 1, None, level)
+        except MemoryError:  # a ulimit below the budget: what was covered still stands
+            self.scratch = np.zeros((0, self.codec.words), dtype=np.uint64)  # room to build the result
+            return self._finish(StopReason.MEMORY_LIMIT, None, level + 1, None, level)
+
+    def _progress(self, now: float, level: int, lo: int, hi: int, cursor: int, level_start: float,
+                  used: int) -> Progress:
+        n = int(self.io[loop.IO_NODES])
+        done = cursor - lo
+        rate = done / (now - level_start) if now > level_start and done else 0.0
+        left = hi - cursor
+        return Progress(now - self.start, n, int(self.io[loop.IO_TRANSITIONS]), level, n - cursor, memory=used,
+                        bytes_per_state=max(used - self.start_memory, 0) / n if n else None,
+                        level_states=hi - lo, level_left=left, level_seconds_left=left / rate if rate else None)
 
     def _call(self) -> int:
         m, s, io = self.memo, self.store, self.io
@@ -336,6 +373,7 @@ class _Search:
             words=self.codec.words, bits=self.codec.bits,
             storage=self.store.describe(n, int(io[loop.IO_TRANSITIONS])),
             misses=self.memo.misses, memo_bytes=self.memo.nbytes, store_bytes=self.store.nbytes(n),
+            peak_memory=max(self.peak_memory, self.meter()), start_memory=self.start_memory,
         )
 
 

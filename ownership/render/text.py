@@ -354,6 +354,9 @@ def result_report(
     if invariant_doc and result.verdict is Verdict.VIOLATED:
         lines.append("  " + invariant_doc.splitlines()[0])
     lines.extend(textwrap.wrap(result.coverage(), width=WIDTH, initial_indent="  ", subsequent_indent="  "))
+    memory = result.stats.memory_line()
+    if memory is not None:  # what storing the states cost: the figure to size a larger run by
+        lines.append(f"  ({memory})")
     for note in result.notes:
         lines.append(f"  ({note})")
     for w in result.vacuity():

@@ -34,6 +34,12 @@ class Settings:
     max_states: int | None = None
     max_seconds: float | None = None
     """Wall-clock limit for the whole check of one spec: building the instance and every engine."""
+    max_memory: int | str | None = None
+    """The search's resident-memory budget: a size as written (``4G``, ``none``) or bytes; ``None``: the default share.
+
+    :func:`ownership.inputs.memory_budget` turns it into bytes; the default
+    is :func:`ownership.core.memory.default_budget`.
+    """
     symmetry: bool = True
     deadlock: bool = False
     invariants: tuple[str, ...] | None = None
@@ -139,6 +145,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max_depth", "--max-depth", Kind.VALUE),
     Flag("max_states", "--max-states", Kind.VALUE),
     Flag("max_seconds", "--max-seconds", Kind.VALUE),
+    Flag("max_memory", "--max-memory", Kind.VALUE, names_folder=False),
     Flag("invariants", "--invariant", Kind.EACH),
     Flag("solver_timeout", "--solver-timeout", Kind.VALUE),
     Flag("free", "--free", Kind.EACH),

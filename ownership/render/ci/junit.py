@@ -48,6 +48,9 @@ def junit_xml(runs: Sequence[SpecRun], *, command: Mode = "check") -> str:
             ]
             if run.mode == "test" and run.expect is not None:
                 pairs.append(("expect", run.expect.describe()))
+            memory = r.stats.memory_line()
+            if memory is not None:  # what storing the states cost (explore)
+                pairs.append(("memory", memory))
             if r.actions:
                 from ownership.render.text import actions_line
 

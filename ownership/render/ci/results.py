@@ -54,12 +54,7 @@ def _run_json(run: SpecRun) -> dict[str, Any]:
         notes=list(r.notes),
         params=dict(r.params),
         violated=r.violated,
-        stats={
-            "states": r.stats.states,
-            "transitions": r.stats.transitions,
-            "depth": r.stats.depth,
-            "seconds": round(r.stats.seconds, 6),
-        },
+        stats=r.stats.to_json(),
         invariants=[{"name": o.invariant, "status": o.status.value, "message": o.message} for o in run.outcomes],
     )
     if r.extremum is not None:
