@@ -192,3 +192,37 @@ def test_the_memo_refuses_a_run_that_reads_differently_on_the_same_values() -> N
         memo.add_action(0, 0, state, [0, 2], [], "action a")
     assert err.value.code is Code.SPEC_NONDETERMINISTIC
     assert "not a function of the state" in str(err.value)
+
+
+# -- the command line ------------------------------------------------------------------
+
+def _cli(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from ownership.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def test_cli_kernel_compiled_finds_the_leak_and_says_how_it_searched(tmp_path: Path) -> None:
+    res = _cli("check", str(SPECS / "sglang_disagg_v0_5_19.py"), "--no-symmetry", "--kernel", "compiled",
+               "--no-render", "--no-progress", "--out", str(tmp_path / "cx"))
+    assert res.exit_code == 1, res.output
+    assert "no_foreign_read" in res.output and "compiled kernel: states packed in" in res.output
+    assert "85,945 distinct states" in res.output or "85,945" in res.output
+    assert "--kernel compiled" in res.output  # the reproduce line repeats the choice
+
+
+def test_cli_fingerprints_state_the_collision_probability() -> None:
+    res = _cli("check", str(SPECS / "sglang_disagg_v0_5_21.py"), "--no-symmetry", "--storage", "fingerprint",
+               "--no-progress")
+    assert res.exit_code == 0, res.output
+    assert "probability of a collision" in res.output and "16,313 distinct states" in res.output
+
+
+@pytest.mark.parametrize("args", [["--kernel", "compiled"], ["--kernel", "fast"], ["--storage", "fingerprint",
+                                                                                  "--kernel", "python"]])
+def test_cli_kernel_misuse_is_one_error_line(args: list[str]) -> None:
+    res = _cli("check", str(SPECS / "sglang_disagg_v0_5_21.py"), *args)
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output

@@ -17,6 +17,8 @@ import typer
 from ownership import inputs, session
 from ownership.cli.common import (
     DEFAULT_ENGINE,
+    DEFAULT_KERNEL,
+    DEFAULT_STORAGE,
     INSTANCE,
     LIMITS,
     OUTPUT,
@@ -28,11 +30,13 @@ from ownership.cli.common import (
     EngineName,
     JsonOpt,
     JunitOpt,
+    KernelOpt,
     LibraryOpt,
     MaxDomainOpt,
     MaxMemoryOpt,
     ParamOpt,
     SarifOpt,
+    StorageOpt,
     engine_help,
     parse_params,
     spec_folder,
@@ -172,6 +176,8 @@ def check(
     max_seconds: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="Wall-clock limit per spec (UNKNOWN, exit 3).")] = None,
     max_memory: MaxMemoryOpt = None,
+    kernel: KernelOpt = DEFAULT_KERNEL,
+    storage: StorageOpt = DEFAULT_STORAGE,
     solver_timeout: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="bmc, prove: limit per solver call.")] = None,
     seed: Annotated[int | None, typer.Option(
@@ -214,6 +220,7 @@ def check(
     settings = Settings(
         engine=engine.value, params=parse_params(param, free), max_depth=max_depth, max_states=max_states,
         max_seconds=max_seconds, max_memory=max_memory, symmetry=symmetry, deadlock=deadlock,
+        kernel=kernel.value, storage=storage.value,
         invariants=tuple(invariant) if invariant else None, out=out, formats=formats, render=render, progress=progress, solver_timeout=solver_timeout,
         free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
         seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,

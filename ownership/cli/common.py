@@ -12,6 +12,7 @@ from ownership import inputs
 from ownership.core.result import CoverageKind
 from ownership.engines.registry import ALL, ENGINE_NAMES, ENGINES
 from ownership.errors import Code, ExitCode, OwnershipError
+from ownership.kernel import KERNELS, STORAGES
 
 
 def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict[str, int]:
@@ -22,6 +23,12 @@ def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict
 EngineName = enum.Enum("EngineName", {name: name for name in ENGINE_NAMES}, type=str)  # type: ignore[misc]
 """``--engine``'s choices, built from the engine registry so ``--help`` lists exactly what runs."""
 DEFAULT_ENGINE = EngineName("explore")
+KernelName = enum.Enum("KernelName", {name: name for name in KERNELS}, type=str)  # type: ignore[misc]
+"""``--kernel``'s choices."""
+StorageName = enum.Enum("StorageName", {name: name for name in STORAGES}, type=str)  # type: ignore[misc]
+"""``--storage``'s choices."""
+DEFAULT_KERNEL = KernelName("auto")
+DEFAULT_STORAGE = StorageName("exact")
 
 _KIND_WORDS = {
     CoverageKind.EXHAUSTIVE: "every reachable state",
@@ -75,6 +82,18 @@ AllowVacuousOpt = Annotated[
     bool,
     typer.Option("--allow-vacuous", metavar="", rich_help_panel=REPORTS,
                  help="Exit 0, not 3, for a vacuous safe verdict (an action never fired)."),
+]
+KernelOpt = Annotated[
+    KernelName,
+    typer.Option(metavar="auto|compiled|python", rich_help_panel=SEARCH,
+                 help="explore without symmetry reduction: the compiled kernel (same states, faster), the Python "
+                      "search, or auto (Python, then compiled past 20,000 states)."),
+]
+StorageOpt = Annotated[
+    StorageName,
+    typer.Option(metavar="exact|fingerprint", rich_help_panel=SEARCH,
+                 help="Compiled kernel: keep every state, or 64-bit fingerprints (about 12 bytes a state; the "
+                      "verdict states the collision probability)."),
 ]
 MaxMemoryOpt = Annotated[
     str | None,

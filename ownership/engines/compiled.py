@@ -23,8 +23,7 @@ from ownership.lang.instance import Instance
 if TYPE_CHECKING:
     from ownership.engines.explore import ExploreOptions
 
-KERNELS = ("auto", "compiled", "python")
-"""The values of ``--kernel``."""
+from ownership.kernel import KERNELS, STORAGES
 
 AUTO_SWITCH = 20_000
 """With ``--kernel auto``, a search that passes this many states starts again on the compiled kernel
@@ -44,10 +43,6 @@ def _reduces(inst: Instance, symmetry: bool) -> bool:
 
     plan = plan_symmetry(inst)
     return bool(plan.permuted or plan.sorted)
-
-
-STORAGES = ("exact", "fingerprint")
-"""The values of ``--storage``."""
 
 
 def choose_kernel(requested: str, symmetry: bool, inst: Instance, max_states: int | None,
@@ -137,10 +132,9 @@ def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, 
     outcome = Outcome(Stop(run.reason, run.node, run.depth, run.detail), run.level, run.states, run.transitions,
                       run.expanded, run.seconds + elapsed, run.complete, peak_memory=run.peak_memory,
                       start_memory=run.start_memory, storage=run.storage)
-    words = (run.store_bytes and run.bytes_per_state) or 0.0
-    notes = [*notes, (f"compiled kernel: states packed in {run.words} 64-bit word(s) ({run.bits} bits); storage "
-                      f"{run.storage}, {words:.0f} bytes per state; {run.misses:,} Python runs memoised "
-                      f"({run.memo_bytes / 1e6:.1f} MB)"),
+    words = "1 word" if run.words == 1 else f"{run.words} words"
+    notes = [*notes, (f"compiled kernel: states packed in {words} ({run.bits} bits), {run.bytes_per_state:.0f} bytes "
+                      f"per stored state; {run.misses:,} Python runs memoised ({run.memo_bytes / 1e6:.1f} MB)"),
              *run.notes]
     if elapsed:
         notes.append(f"the Python search passed {AUTO_SWITCH:,} states in {elapsed:.1f}s and the compiled kernel "

@@ -61,7 +61,8 @@ class ExploreOptions:
 
         options = cls(max_depth=settings.max_depth, max_states=settings.max_states, max_seconds=settings.max_seconds,
                       symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants,
-                      max_memory=inputs.memory_budget(settings.max_memory))
+                      max_memory=inputs.memory_budget(settings.max_memory), kernel=settings.kernel,
+                      storage=settings.storage)
         options.validate()
         return options
 

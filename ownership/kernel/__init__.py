@@ -7,3 +7,10 @@ invariant is first run through the concrete Python semantics
 so the Python semantics stays the one reference.  It imports nothing from
 the command line, the session layer or the renderers.
 """
+
+KERNELS = ("auto", "compiled", "python")
+"""The values of ``--kernel``: ``auto`` starts on the Python search and moves to the compiled kernel
+when a search grows past a few tens of thousands of states."""
+
+STORAGES = ("exact", "fingerprint")
+"""The values of ``--storage``: every state kept, or 64-bit fingerprints (compiled kernel only)."""

@@ -41,6 +41,10 @@ class Settings:
     is :func:`ownership.core.memory.default_budget`.
     """
     symmetry: bool = True
+    kernel: str = "auto"
+    """The explorer's search: ``auto``, ``compiled`` or ``python`` (:mod:`ownership.engines.compiled`)."""
+    storage: str = "exact"
+    """The compiled kernel's storage: ``exact`` or ``fingerprint``."""
     deadlock: bool = False
     invariants: tuple[str, ...] | None = None
     out: Path | None = None
@@ -146,6 +150,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max_states", "--max-states", Kind.VALUE),
     Flag("max_seconds", "--max-seconds", Kind.VALUE),
     Flag("max_memory", "--max-memory", Kind.VALUE, names_folder=False),
+    Flag("kernel", "--kernel", Kind.VALUE, names_folder=False),
+    Flag("storage", "--storage", Kind.VALUE, names_folder=False),
     Flag("invariants", "--invariant", Kind.EACH),
     Flag("solver_timeout", "--solver-timeout", Kind.VALUE),
     Flag("free", "--free", Kind.EACH),
