@@ -281,8 +281,27 @@ def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     s.set_term(rf_off, z3.If(old != -1, old, z3.SignExt(old.size() - first.size(), first) if old.size() > first.size() else first))
 
 
+def times_listed(s: SymView, pool: PagePool, pages: Any) -> list[z3.ExprRef]:
+    """How many times each page of ``pool`` occurs in ``pages``, as integer terms.
+
+    A page set (``alloc``, ``pages_of``) holds each page at most once; a list
+    may name a page twice, and the concrete ``free_pages`` returns it to the
+    free list once per occurrence.
+    """
+    n = s.size(pool.Page)
+    if isinstance(pages, SymPages):
+        return [b2i(m, s.width) for m in pages.member]
+    listed = list(pages)
+    out: list[z3.ExprRef] = []
+    for q in range(n):
+        eqs = [_eq_page(p.e, q) if isinstance(p, Sym) else z3.BoolVal(int(p) == q) for p in listed]
+        out.append(_count(s, eqs))
+    return out
+
+
 @encodes(PagePool.free_pages)
 def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
+    times = times_listed(s, pool, pages)
     pages = as_pages(s, pool, pages)
     free_off, size = _cells(s, pool.free_var)
     hold_off, _ = _cells(s, pool.holders_var)
@@ -293,9 +312,10 @@ def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
         s.set_term(hold_off + p, z3.If(m, h & z3.BitVecVal(~(1 << r) % (1 << h.size()), h.size()), h))
         s.set_term(slot_off + p, z3.If(m, ival(-1, s.width), s.cell_term(slot_off + p)))
         f = s.cell_term(free_off + p)
-        # A double free counts a page twice: unbounded, so the increment is an overflow point.
-        s.no_overflow(z3.Implies(m, z3.BVAddNoOverflow(f, ival(1, s.width), True)))
-        s.set_term(free_off + p, f + b2i(m, s.width))
+        # A page freed twice (listed twice, or freed again later) counts twice: unbounded, so the
+        # increment is an overflow point.
+        s.no_overflow(z3.Implies(m, z3.BVAddNoOverflow(f, times[p], True)))
+        s.set_term(free_off + p, f + times[p])
 
 
 def _count(s: SymView, conds: Sequence[z3.BoolRef]) -> z3.ExprRef:
