@@ -273,7 +273,10 @@ def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     foreign = [z3.And(pages.member[p], content[p] != -1, content[p] != r) for p in range(size)]
     first: z3.ExprRef = z3.BitVecVal(-1, content[0].size()) if size else ival(-1, s.width)
     for p in range(size):
-        earlier = [z3.And(foreign[q], pages.position[q] < pages.position[p]) for q in range(size) if q != p]
+        # Read in page-table order, as the concrete pages_of sorts: ties by page index.
+        earlier = [z3.And(foreign[q], z3.Or(pages.position[q] < pages.position[p],
+                                            z3.And(pages.position[q] == pages.position[p], z3.BoolVal(q < p))))
+                   for q in range(size) if q != p]
         is_first = z3.And(foreign[p], z3.Not(z3.Or(*earlier))) if earlier else foreign[p]
         first = z3.If(is_first, content[p], first)
     rf_off = s.layout("read_foreign").offset + r
@@ -327,7 +330,9 @@ def _count(s: SymView, conds: Sequence[z3.BoolRef]) -> z3.ExprRef:
 
 
 def _rank(s: SymView, pages: SymPages, p: int) -> z3.ExprRef:
-    return _count(s, [z3.And(pages.member[q], pages.position[q] < pages.position[p])
+    """Page ``p``'s position among the set's pages: as the concrete ``pages_of`` sorts, ties by page index."""
+    return _count(s, [z3.And(pages.member[q], z3.Or(pages.position[q] < pages.position[p],
+                                                    z3.And(pages.position[q] == pages.position[p], z3.BoolVal(q < p))))
                       for q in range(len(pages.member)) if q != p])
 
 
