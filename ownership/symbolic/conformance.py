@@ -20,19 +20,23 @@ reference: a difference is a fault of the encoding.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 from z3.z3 import _to_expr_ref
 
+from ownership.errors import OwnershipError
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance
 from ownership.lang.types import BoolType, Ref, RefSet
 from ownership.symbolic.encoding import ActionPaths, SymbolicSpec, initial_width
 from ownership.symbolic.paths import Path
-from ownership.symbolic.terms import WidthError, conjunction, int_of
+from ownership.symbolic.terms import MAX_WIDTH, WidthError, conjunction, int_of
+
+WHOLE_STATE = "the state"
+"""What an overflow names when a value of the state itself does not fit the width."""
 
 MAX_OUTCOMES = 5000
 """Successors of one path in one state beyond which enumeration stops (an unconstrained fresh term)."""
@@ -87,7 +91,13 @@ class Conformance:
     compared: int = 0
     """(state, action instance) pairs compared."""
     overflows: list[tuple[State, str]] = field(default_factory=list)
-    """(state, what) the encoding's integers cannot hold at its width: not compared (the engines widen there)."""
+    """(state, what) the encoding's integers cannot hold even at their widest: not compared.
+
+    ``what`` is an action instance's label, ``invariant NAME`` or
+    :data:`WHOLE_STATE` (a cell's value does not fit).  With an encoding
+    given to :func:`check_conformance`, at that encoding's width instead."""
+    raised: list[tuple[State, str, str]] = field(default_factory=list)
+    """(state, what, error) where the Python itself raises: nothing to compare (on a state no run reaches, say)."""
 
     def describe(self, inst: Instance) -> str:
         """Every discrepancy, readable, or one line saying there is none."""
@@ -97,8 +107,18 @@ class Conformance:
 
 
 def symbolic_spec(inst: Instance, width: int | None = None) -> SymbolicSpec:
-    """The encoding conformance is checked against: no symmetry ordering, at :func:`initial_width`."""
-    return SymbolicSpec(inst, (), symmetry=False, width=initial_width(inst) if width is None else width)
+    """The encoding conformance is checked against: no symmetry ordering, at :func:`initial_width` or ``width``.
+
+    Twice as wide (as the engines do) while a constant of the spec does not fit.
+    """
+    w = initial_width(inst) if width is None else width
+    while True:
+        try:
+            return SymbolicSpec(inst, (), symmetry=False, width=w)
+        except WidthError:
+            if w * 2 > MAX_WIDTH:
+                raise
+            w *= 2
 
 
 @dataclass
@@ -236,18 +256,27 @@ class _Checker:
         return solver.check() == z3.sat
 
     # -- one state ---------------------------------------------------------------------
-    def check(self, state: State, report: Conformance) -> None:
+    def check(self, state: State, report: Conformance, only: Collection[str] | None = None) -> None:
+        """Compare every invariant and action instance on ``state`` (``only`` those named, on a second pass)."""
         try:
             sub = _Substitution(self.sym.cells, [self.sym.value_term(v, i) for i, v in enumerate(state)])
-        except WidthError as exc:
-            report.overflows.append((state, f"the state: {exc}"))
+        except WidthError:
+            report.overflows.append((state, WHOLE_STATE))
             return
-        report.states += 1
+        if only is None:
+            report.states += 1
         for name, formula in self.invariants.items():
-            self._check_invariant(state, name, formula, sub, report)
+            if only is None or f"invariant {name}" in only:
+                self._check_invariant(state, name, formula, sub, report)
         for ai in self.inst.action_instances:
+            if only is not None and ai.label not in only:
+                continue
             ap = self.by_call.get((ai.action.name, ai.args))
-            concrete = self.concrete(state, ai)
+            try:
+                concrete = self.concrete(state, ai)
+            except OwnershipError as exc:
+                report.raised.append((state, ai.label, exc.message))
+                continue
             if ap is None:
                 if concrete:
                     report.discrepancies.append(Discrepancy(state, ai.label, tuple(concrete), (),
@@ -268,7 +297,11 @@ class _Checker:
         if self._holds_somewhere(self.inv_overflow[name], sub):
             report.overflows.append((state, f"invariant {name}"))
             return
-        concrete = self.inst.holds(state, name)
+        try:
+            concrete = self.inst.holds(state, name)
+        except OwnershipError as exc:
+            report.raised.append((state, f"invariant {name}", exc.message))
+            return
         f = sub(formula)
         if z3.is_true(f) or z3.is_false(f):
             symbolic = "holds" if z3.is_true(f) else "fails"
@@ -286,14 +319,37 @@ def check_conformance(inst: Instance, states: Iterable[State], sym: SymbolicSpec
     """Compare the Python and the encoding ``sym`` on every state of ``states``, every action and invariant.
 
     ``sym`` defaults to :func:`symbolic_spec` (no symmetry ordering: the
-    Python makes every choice, and so must the encoding).  The Python runs
-    without recording and without choice reduction, as an unreduced search
-    would run it.
+    Python makes every choice, and so must the encoding); then whatever
+    overflows the encoding's integers is compared again at twice the width,
+    as the engines widen.  The Python runs without recording and without
+    choice reduction, as an unreduced search would run it.
     """
+    widen = sym is None
     sym = sym if sym is not None else symbolic_spec(inst)
-    checker = _Checker(inst, sym)
     report = Conformance()
-    with inst.mode(recording=False, choice_reduction=()):
-        for state in states:
-            checker.check(state, report)
+    todo: list[tuple[State, Collection[str] | None]] = [(state, None) for state in states]
+    while todo:
+        checker = _Checker(inst, sym)
+        found = Conformance()
+        with inst.mode(recording=False, choice_reduction=()):
+            for state, only in todo:
+                checker.check(state, found, only)
+        report.discrepancies += found.discrepancies
+        report.raised += found.raised
+        report.states += found.states
+        report.compared += found.compared
+        if not widen or not found.overflows or sym.width * 2 > MAX_WIDTH:
+            report.overflows += found.overflows
+            break
+        # As the engines do: what overflows is checked again at twice the width.
+        again: dict[State, set[str] | None] = {}
+        for state, what in found.overflows:
+            if what == WHOLE_STATE:
+                again[state] = None
+            else:
+                named = again.setdefault(state, set())
+                if named is not None:
+                    named.add(what)
+        todo = list(again.items())
+        sym = symbolic_spec(inst, sym.width * 2)
     return report
