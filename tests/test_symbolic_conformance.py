@@ -85,6 +85,7 @@ def encoded(path: Path) -> tuple[Instance, SymbolicSpec]:
 def assert_conforms(inst: Instance, report: Conformance, states: int) -> None:
     assert report.states == states, "every state fits the encoding's integers"
     assert not report.overflows, report.overflows[:3]
+    assert not report.raised, report.raised[:3]
     assert not report.discrepancies, report.describe(inst)
 
 
@@ -219,6 +220,38 @@ def test_read_records_the_first_foreign_page_in_page_table_order_when_slots_tie(
     assert_conforms(inst, report, 1)
     (after,) = inst.successors_of(state, inst.find_instance("read_held", [0]))
     assert inst.to_json(after.state)["read_foreign"]["A"] == "B"
+
+
+# -- Python's integer operators ------------------------------------------------------------------
+
+INTEGERS = [-9, -2, -1, 0, 1, 2, 3, 7, 64]
+
+
+def test_integer_operators_conform_on_negative_zero_and_positive_values() -> None:
+    inst = Instance(load_spec(SOLVER / "integer_operators.py"))
+    states = [(x, y, 0) for x in INTEGERS for y in INTEGERS]
+    report = check_conformance(inst, states)
+    assert_conforms(inst, report, len(states))
+    # What overflows the first width (64 << 7, -9 << 64) was compared again, wider.
+    assert report.compared == len(states) * len(inst.action_instances)
+
+
+def test_a_left_shift_that_drops_bits_is_an_overflow_point() -> None:
+    inst = Instance(load_spec(SOLVER / "integer_operators.py"))
+    sym = symbolic_spec(inst)
+    assert sym.width == 16  # the invariant's 1000 does not fit 8 bits
+    report = check_conformance(inst, [(-9, 12, 0), (3, 2, 0)], sym)
+    assert report.overflows == [((-9, 12, 0), "shift_left_by()")]
+    assert not report.discrepancies, report.describe(inst)
+
+
+def test_prove_finds_a_value_reached_by_shifting_a_negative_number() -> None:
+    path = SOLVER / "negative_shift.py"
+    assert explore(Instance(load_spec(path))).verdict is Verdict.VIOLATED
+    # The shift was logical (-9 >> 1 was 123 at 8 bits), so prove answered PROVED.
+    assert prove(Instance(load_spec(path))).verdict is Verdict.VIOLATED
+    b = bmc(Instance(load_spec(path)), BmcOptions(max_depth=3))
+    assert b.verdict is Verdict.VIOLATED and b.trace is not None and len(b.trace) == 1
 
 
 # -- the check itself ----------------------------------------------------------------------------

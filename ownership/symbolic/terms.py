@@ -294,10 +294,20 @@ class Sym:
         return self._wrap(~self.e)
 
     def __rshift__(self, o: Any) -> Sym:
-        return self._wrap(z3.LShR(self.e, _term(o, self.e)))
+        if self._is_integer():
+            # Python's >> on an integer is arithmetic (floor division by 2**n): -9 >> 1 == -5.
+            return self._bin(o, lambda a, b: a >> b)  # z3py: >> on bit-vectors is the arithmetic shift
+        return self._wrap(z3.LShR(self.e, _term(o, self.e)))  # a set of elements: an unsigned mask
 
     def __lshift__(self, o: Any) -> Sym:
+        if self._is_integer():
+            # Python's integers never drop bits: a shift that does is an overflow point.
+            return self._bin(o, lambda a, b: a << b, guard=_shl_ok)
         return self._wrap(self.e << _term(o, self.e))
+
+    def _is_integer(self) -> bool:
+        """Whether this is an integer of the encoding's width (not a narrower set, enum or element)."""
+        return isinstance(self.e, z3.BitVecRef) and self.e.size() == self.ex.width
 
 
 def _add_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
@@ -310,6 +320,11 @@ def _sub_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
 
 def _mul_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
     return [z3.BVMulNoOverflow(a, b, True), z3.BVMulNoUnderflow(a, b)]
+
+
+def _shl_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
+    # Shifting back recovers ``a`` exactly when no bit (nor the sign) was lost, also for b >= width.
+    return [(a << b) >> b == a]
 
 
 def _eq(a: z3.ExprRef, b: Any) -> z3.BoolRef:
