@@ -7,7 +7,7 @@ pages the request does not hold, empty lists, and counts at the boundaries
 (0, exactly what is free, one more, more than the pool has).
 """
 
-from ownership import Ownership, Spec, safe, transfer
+from ownership import Optional, Ownership, Spec, require, safe, transfer
 
 spec = Spec("vocabulary_inputs", summary="each pool operation on chosen arguments", expect=safe())
 spec.param("requests", 2, min=1)
@@ -18,6 +18,8 @@ pool = own.pool("kv", "pages")
 remote = own.pool("remote", "pages", prefix="R")
 Page = pool.Page
 Count = spec.values("Count", lambda p: range(p.pages + 2))
+spec.var("seen", int, per=Req, init=0, doc="what the last page-set query returned")
+spec.var("first", Optional(Req), per=Req, init=None, doc="whose KV the first page of the table holds")
 
 
 @spec.action
@@ -77,6 +79,31 @@ def read_listed(s, r: Req, p: Page, q: Page):
 @spec.action
 def read_held(s, r: Req):
     pool.read(s, r, pool.pages_of(s, r))
+
+
+@spec.action
+def alloc_and_write(s, r: Req, n: Count):
+    """A returned page set used by the spec: written, counted, its pages' slots summed."""
+    pages = pool.alloc(s, r, n)
+    pool.write(s, r, pages)
+    s.seen[r] = len(pages) * 10 + sum(s.kv_slot[p] for p in pages)
+
+
+@spec.action
+def count_held(s, r: Req):
+    s.seen[r] = len(pool.pages_of(s, r))
+
+
+@spec.action
+def first_held(s, r: Req):
+    pages = pool.pages_of(s, r)
+    require(len(pages) > 0)
+    s.first[r] = s.kv_content[pages[0]]
+
+
+@spec.action
+def holds(s, r: Req, p: Page):
+    s.seen[r] = 1 if p in pool.pages_of(s, r) else 0
 
 
 @spec.action
