@@ -285,8 +285,12 @@ class _Checker:
             if self._holds_somewhere(self.overflow[id(ap)], sub):
                 report.overflows.append((state, ai.label))
                 continue
+            try:  # an invariant judging a flag may raise on a successor only the encoding has
+                symbolic, note = self.symbolic(state, ap, sub)
+            except OwnershipError as exc:
+                report.raised.append((state, ai.label, exc.message))
+                continue
             report.compared += 1
-            symbolic, note = self.symbolic(state, ap, sub)
             if concrete != symbolic or note:
                 report.discrepancies.append(Discrepancy(
                     state, ai.label, tuple(sorted(concrete - symbolic, key=repr)),
