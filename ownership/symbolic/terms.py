@@ -291,7 +291,8 @@ class Sym:
         return self._bin(o, lambda a, b: a ^ b)
 
     def __invert__(self) -> Sym:
-        return self._wrap(~self.e)
+        # On a truth value Python's ~ is the integer's: ~True == -2, not False.
+        return self._wrap(~_arith(self.e, self.ex.width))
 
     def __rshift__(self, o: Any) -> Sym:
         if self._is_integer():
@@ -329,7 +330,8 @@ def _shl_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
 
 def _eq(a: z3.ExprRef, b: Any) -> z3.BoolRef:
     if z3.is_bool(a) and isinstance(b, int) and not isinstance(b, bool):
-        return a == (b != 0)
+        # A truth value equals 0 or 1 only, as in Python (True == 2 is False).
+        return a == (b == 1) if b in (0, 1) else z3.BoolVal(False)
     return a == b  # type: ignore[no-any-return]
 
 

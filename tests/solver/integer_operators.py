@@ -1,4 +1,4 @@
-"""Python's integer operators, one per action, on the values two state variables hold.
+"""Python's integer operators (and truth values used as integers), one per action, on two state variables.
 
 Not a protocol: a conformance check over states with negative, zero and
 positive values compares each operator's Z3 encoding with Python's.
@@ -65,6 +65,12 @@ def multiply(s):
 @spec.action
 def compare(s):
     s.z = (s.x < s.y) + (s.x == s.y) * 2 + max(s.x, s.y) - min(s.x, s.y)
+
+
+@spec.action
+def truth_values(s):
+    """Comparisons used as integers: ~True is -2, and True equals 1 but not 2."""
+    s.z = ~(s.x < s.y) * 10 + ((s.x < s.y) == 2) + ((s.x < s.y) != 2) * 2 + ((s.x <= s.y) == 1) * 4
 
 
 @spec.invariant
