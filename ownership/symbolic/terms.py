@@ -222,6 +222,10 @@ class Sym:
 
     # comparisons (signed: None is -1)
     def __eq__(self, other: object) -> Sym:  # type: ignore[override]
+        if other is None and self._is_integer():
+            # None is -1 only in the cells of optional references (narrower sorts): an integer
+            # is never None, -1 included.
+            return self._wrap(z3.BoolVal(False))
         if z3.is_bool(self.e):
             return self._wrap(_eq(self.e, _term(other, self.e)))
         return self._bin(other, lambda a, b: a == b)
