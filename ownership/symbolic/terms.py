@@ -222,6 +222,10 @@ class Sym:
 
     # comparisons (signed: None is -1)
     def __eq__(self, other: object) -> Sym:  # type: ignore[override]
+        if other is None and self._is_integer():
+            # None is -1 only in the cells of optional references (narrower sorts): an integer
+            # is never None, -1 included.
+            return self._wrap(z3.BoolVal(False))
         if z3.is_bool(self.e):
             return self._wrap(_eq(self.e, _term(other, self.e)))
         return self._bin(other, lambda a, b: a == b)
@@ -291,13 +295,24 @@ class Sym:
         return self._bin(o, lambda a, b: a ^ b)
 
     def __invert__(self) -> Sym:
-        return self._wrap(~self.e)
+        # On a truth value Python's ~ is the integer's: ~True == -2, not False.
+        return self._wrap(~_arith(self.e, self.ex.width))
 
     def __rshift__(self, o: Any) -> Sym:
-        return self._wrap(z3.LShR(self.e, _term(o, self.e)))
+        if self._is_integer():
+            # Python's >> on an integer is arithmetic (floor division by 2**n): -9 >> 1 == -5.
+            return self._bin(o, lambda a, b: a >> b)  # z3py: >> on bit-vectors is the arithmetic shift
+        return self._wrap(z3.LShR(self.e, _term(o, self.e)))  # a set of elements: an unsigned mask
 
     def __lshift__(self, o: Any) -> Sym:
+        if self._is_integer():
+            # Python's integers never drop bits: a shift that does is an overflow point.
+            return self._bin(o, lambda a, b: a << b, guard=_shl_ok)
         return self._wrap(self.e << _term(o, self.e))
+
+    def _is_integer(self) -> bool:
+        """Whether this is an integer of the encoding's width (not a narrower set, enum or element)."""
+        return isinstance(self.e, z3.BitVecRef) and self.e.size() == self.ex.width
 
 
 def _add_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
@@ -312,9 +327,15 @@ def _mul_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
     return [z3.BVMulNoOverflow(a, b, True), z3.BVMulNoUnderflow(a, b)]
 
 
+def _shl_ok(a: z3.BitVecRef, b: z3.BitVecRef) -> list[z3.BoolRef]:
+    # Shifting back recovers ``a`` exactly when no bit (nor the sign) was lost, also for b >= width.
+    return [(a << b) >> b == a]
+
+
 def _eq(a: z3.ExprRef, b: Any) -> z3.BoolRef:
     if z3.is_bool(a) and isinstance(b, int) and not isinstance(b, bool):
-        return a == (b != 0)
+        # A truth value equals 0 or 1 only, as in Python (True == 2 is False).
+        return a == (b == 1) if b in (0, 1) else z3.BoolVal(False)
     return a == b  # type: ignore[no-any-return]
 
 

@@ -273,7 +273,10 @@ def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     foreign = [z3.And(pages.member[p], content[p] != -1, content[p] != r) for p in range(size)]
     first: z3.ExprRef = z3.BitVecVal(-1, content[0].size()) if size else ival(-1, s.width)
     for p in range(size):
-        earlier = [z3.And(foreign[q], pages.position[q] < pages.position[p]) for q in range(size) if q != p]
+        # Read in page-table order, as the concrete pages_of sorts: ties by page index.
+        earlier = [z3.And(foreign[q], z3.Or(pages.position[q] < pages.position[p],
+                                            z3.And(pages.position[q] == pages.position[p], z3.BoolVal(q < p))))
+                   for q in range(size) if q != p]
         is_first = z3.And(foreign[p], z3.Not(z3.Or(*earlier))) if earlier else foreign[p]
         first = z3.If(is_first, content[p], first)
     rf_off = s.layout("read_foreign").offset + r
@@ -281,8 +284,27 @@ def read(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
     s.set_term(rf_off, z3.If(old != -1, old, z3.SignExt(old.size() - first.size(), first) if old.size() > first.size() else first))
 
 
+def times_listed(s: SymView, pool: PagePool, pages: Any) -> list[z3.ExprRef]:
+    """How many times each page of ``pool`` occurs in ``pages``, as integer terms.
+
+    A page set (``alloc``, ``pages_of``) holds each page at most once; a list
+    may name a page twice, and the concrete ``free_pages`` returns it to the
+    free list once per occurrence.
+    """
+    n = s.size(pool.Page)
+    if isinstance(pages, SymPages):
+        return [b2i(m, s.width) for m in pages.member]
+    listed = list(pages)
+    out: list[z3.ExprRef] = []
+    for q in range(n):
+        eqs = [_eq_page(p.e, q) if isinstance(p, Sym) else z3.BoolVal(int(p) == q) for p in listed]
+        out.append(_count(s, eqs))
+    return out
+
+
 @encodes(PagePool.free_pages)
 def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
+    times = times_listed(s, pool, pages)
     pages = as_pages(s, pool, pages)
     free_off, size = _cells(s, pool.free_var)
     hold_off, _ = _cells(s, pool.holders_var)
@@ -293,9 +315,10 @@ def free_pages(s: SymView, pool: PagePool, r: int, pages: Any) -> None:
         s.set_term(hold_off + p, z3.If(m, h & z3.BitVecVal(~(1 << r) % (1 << h.size()), h.size()), h))
         s.set_term(slot_off + p, z3.If(m, ival(-1, s.width), s.cell_term(slot_off + p)))
         f = s.cell_term(free_off + p)
-        # A double free counts a page twice: unbounded, so the increment is an overflow point.
-        s.no_overflow(z3.Implies(m, z3.BVAddNoOverflow(f, ival(1, s.width), True)))
-        s.set_term(free_off + p, f + b2i(m, s.width))
+        # A page freed twice (listed twice, or freed again later) counts twice: unbounded, so the
+        # increment is an overflow point.
+        s.no_overflow(z3.Implies(m, z3.BVAddNoOverflow(f, times[p], True)))
+        s.set_term(free_off + p, f + times[p])
 
 
 def _count(s: SymView, conds: Sequence[z3.BoolRef]) -> z3.ExprRef:
@@ -307,7 +330,9 @@ def _count(s: SymView, conds: Sequence[z3.BoolRef]) -> z3.ExprRef:
 
 
 def _rank(s: SymView, pages: SymPages, p: int) -> z3.ExprRef:
-    return _count(s, [z3.And(pages.member[q], pages.position[q] < pages.position[p])
+    """Page ``p``'s position among the set's pages: as the concrete ``pages_of`` sorts, ties by page index."""
+    return _count(s, [z3.And(pages.member[q], z3.Or(pages.position[q] < pages.position[p],
+                                                    z3.And(pages.position[q] == pages.position[p], z3.BoolVal(q < p))))
                       for q in range(len(pages.member)) if q != p])
 
 
