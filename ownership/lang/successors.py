@@ -11,7 +11,7 @@ trace, draw choices at random or stop at the first outcome.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -203,67 +203,29 @@ class Successors:
     def _run(self, state: State, ai: ActionInstance, out: list[Successor], pending: list[tuple[int, ...]] | None = None,
              limit: int | None = None) -> None:
         view = self.view
-        cur = view._cells
-        fn = ai.action.fn
-        args = ai.call
-        picks = view._picks
-        counts = view._counts
-        prefix_list = view._prefix
-        chosen = view._chosen
-        if pending is None:
-            pending = [()]
-        runs = 0
-        while pending:
-            runs += 1
-            if limit is not None and runs > limit:
-                raise _TooMany
-            prefix = pending.pop()
-            cur[:] = state
-            view._writes.clear()
-            view.events.clear()
-            view._flags.clear()
-            picks.clear()
-            counts.clear()
-            chosen.clear()
-            view._labels.clear()
-            prefix_list[:] = prefix
-            fired = True
-            try:
-                fn(view, *args)
-            except Disabled:
-                fired = False
-            except OwnershipError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - spec code is user code
-                raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
-            if picks:
-                for pos in range(len(prefix), len(picks)):
-                    for alt in range(counts[pos] - 1, 0, -1):
-                        pending.append(tuple(picks[:pos]) + (alt,))
+        for fired in self._runs(state, ai, [()] if pending is None else pending, limit):
             if fired:
-                out.append(Successor(tuple(cur), tuple(chosen), tuple(view.events), tuple(view._flags)))
-        prefix_list.clear()
+                out.append(Successor(tuple(view._cells), tuple(view._chosen), tuple(view.events), tuple(view._flags)))
 
-    def record(self, state: State, ai: ActionInstance) -> Recording:
-        """Every outcome of ``ai`` in ``state``, in :meth:`successors_of`'s order, with the cells read and written.
-
-        Call it with recording off and no choice reduction (:meth:`Instance.mode`):
-        a reduced choice reads cells the view does not log.
-        """
+    def _runs(self, state: State, ai: ActionInstance, pending: list[tuple[int, ...]],
+              limit: int | None = None) -> Iterator[bool]:
+        """Run ``ai`` from ``state`` once per sequence of picks still ``pending``, adding the alternatives each run
+        reveals; after each run, yield whether it fired (the view holds what it did until the next)."""
         view = self.view
         cur = view._cells
         fn = ai.action.fn
         args = ai.call
-        picks, counts, chosen = view._picks, view._counts, view._chosen
-        reads, writes = view._reads, view._writes
-        seen: dict[int, None] = {}
-        outcomes: list[RecordedOutcome] = []
-        pending: list[tuple[int, ...]] = [()]
+        picks, counts = view._picks, view._counts
+        hooks = (view.events, view._flags, picks, counts, view._chosen, view._labels, view._reads, view._writes)
+        runs = 0
         try:
             while pending:
+                runs += 1
+                if limit is not None and runs > limit:
+                    raise _TooMany
                 prefix = pending.pop()
                 cur[:] = state
-                for hook in (view.events, view._flags, picks, counts, chosen, view._labels, reads, writes):
+                for hook in hooks:
                     hook.clear()
                 view._prefix[:] = prefix
                 fired = True
@@ -275,17 +237,30 @@ class Successors:
                     raise
                 except Exception as exc:  # noqa: BLE001 - spec code is user code
                     raise self._runtime_error(f"action {ai.label}", exc, ai.action.file) from None
-                for pos in reads:
-                    seen[pos] = None
                 if picks:
                     for pos in range(len(prefix), len(picks)):
                         for alt in range(counts[pos] - 1, 0, -1):
                             pending.append(tuple(picks[:pos]) + (alt,))
-                if fired:
-                    assigned = tuple((c, cur[c]) for c in dict.fromkeys(writes))
-                    outcomes.append(RecordedOutcome(assigned, tuple(chosen), tuple(view._flags)))
+                yield fired
         finally:
             view._prefix.clear()
+
+    def record(self, state: State, ai: ActionInstance) -> Recording:
+        """Every outcome of ``ai`` in ``state``, in :meth:`successors_of`'s order, with the cells read and written.
+
+        Call it with recording off and no choice reduction (:meth:`Instance.mode`):
+        a reduced choice reads cells the view does not log.
+        """
+        view = self.view
+        cur = view._cells
+        seen: dict[int, None] = {}
+        outcomes: list[RecordedOutcome] = []
+        for fired in self._runs(state, ai, [()]):
+            for pos in view._reads:
+                seen[pos] = None
+            if fired:
+                assigned = tuple((c, cur[c]) for c in dict.fromkeys(view._writes))
+                outcomes.append(RecordedOutcome(assigned, tuple(view._chosen), tuple(view._flags)))
         return Recording(tuple(seen), tuple(outcomes))
 
     def run_with_picks(self, state: State, ai: ActionInstance, picks: Sequence[Any]) -> Successor | None:
