@@ -19,6 +19,7 @@ from ownership.core.limits import raise_if_canceled
 from ownership.core.progress import Progress
 from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
+from ownership.engines.bmcprefix import NO_PREFIX, Prefix, search_prefix
 from ownership.engines.coverage import search_coverage, with_coverage
 from ownership.engines.symcheck import precheck
 from ownership.engines.z3run import (
@@ -40,7 +41,7 @@ from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.extract import declared_first, extract, first_failing, instance_factory, violation_in
 from ownership.symbolic.lemmas import live_overflows, proven_lemmas
 from ownership.symbolic.solver import qf_bv, where
-from ownership.symbolic.terms import coverage_note, int_of
+from ownership.symbolic.terms import conjunction, coverage_note, int_of
 from ownership.symbolic.unroll import Unroller
 
 
@@ -82,15 +83,21 @@ def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckR
 
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
             start: float, widened: list[str]) -> CheckResult:
+    prefix = _prefix(inst, names, options, progress)
     lemmas = proven_lemmas(sym, options)
     un = Unroller(sym, overflow_points=live_overflows(sym, lemmas, options))
     solver = qf_bv(options.solver_timeout)
     solver.add(*un.init(inst))
     solver.add(*where(sym, options))
-    solver.add(*[un.at(c, 0) for c in lemmas])
+    # The lemmas as one term, moved to each step by one substitution (one per lemma cost more than solving).
+    lemma = conjunction(lemmas) if lemmas else None
+    if lemma is not None:
+        solver.add(un.at(lemma, 0))
     opts = result_options(options)
     notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances",
                         *widened, coverage_note(sym.width)]
+    if prefix.states:
+        notes.append(prefix.note())
 
     def result(verdict: Verdict, reason: StopReason, depth: int, violated: str | None = None,
                trace: Trace | None = None, extra: Sequence[str] = ()) -> CheckResult:
@@ -105,19 +112,24 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         # One solver for all depths; the depth-k question is asked under an assumption
         # literal, so what the solver learned at earlier depths is kept.  A step that would
         # overflow the integers counts as a violation too: it sends the search to a wider encoding.
+        # Depths the concrete search finished hold no violation: only the overflow is asked there.
         bad = z3.Bool(f"bad!{k}")
         overflow = un.overflow(k)
-        solver.add(z3.Implies(bad, z3.Or(un.violation(names, k), overflow)))
-        answer = solver.check(bad)
-        if answer == z3.sat:
-            model = declared_first(solver, [bad], un, solver.model(), overflow, names, k)
-            bad_inv, trace = violation_in(un, model, overflow, names, k, inst, "bmc")
-            return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
-        if answer == z3.unknown:
-            raise_if_canceled(solver)
-            reason = solver.reason_unknown()
-            return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
-                f"inconclusive: z3 answered unknown ({reason}) at depth {k}; no violation up to depth {k - 1}"])
+        known_clean = k <= prefix.clean
+        if not (known_clean and z3.is_false(overflow)):
+            solver.add(z3.Implies(bad, overflow if known_clean else z3.Or(un.violation(names, k), overflow)))
+            model = _guided(solver, bad, un, prefix, k) if k == prefix.clean + 1 else None
+            answer = z3.sat if model is not None else solver.check(bad)
+            if answer == z3.sat:
+                if model is None:
+                    model = declared_first(solver, [bad], un, solver.model(), overflow, names, k)
+                bad_inv, trace = violation_in(un, model, overflow, names, k, inst, "bmc")
+                return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
+            if answer == z3.unknown:
+                raise_if_canceled(solver)
+                reason = solver.reason_unknown()
+                return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
+                    f"inconclusive: z3 answered unknown ({reason}) at depth {k}; no violation up to depth {k - 1}"])
         if k == options.max_depth:
             break
         # No state at depth <= k violates an invariant, so the shortest violation (if any)
@@ -126,9 +138,12 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         solver.add(*un.transition(k))
         solver.add(*un.first_use_order(k))
         solver.add(*un.commutation_order(k))
-        solver.add(*[un.at(c, k + 1) for c in lemmas])
+        if lemma is not None:
+            solver.add(un.at(lemma, k + 1))
         if progress is not None:
             progress(Progress(time.perf_counter() - start, depth=k + 1))
+        if k < prefix.reached:
+            continue  # the concrete search holds an execution of k + 1 steps: no need to ask
         # No path of k+1 steps: every execution ends within k steps, all of them checked.
         answer = solver.check()
         if answer == z3.unsat:
@@ -139,6 +154,40 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
                 f"inconclusive: z3 answered unknown ({solver.reason_unknown()}) unrolling step {k + 1}"])
     return result(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, options.max_depth)
+
+
+def _prefix(inst: Instance, names: list[str], options: BmcOptions, progress: Any) -> Prefix:
+    """The concrete search of the first levels, where it is sound (the instance's own parameter values)."""
+    if options.free:
+        return NO_PREFIX
+    return search_prefix(inst, names, max_states=options.prefix_states, max_depth=options.max_depth,
+                         symmetry=options.symmetry, progress=progress)
+
+
+def _guided(solver: z3.Solver, bad: z3.BoolRef, un: Unroller, prefix: Prefix, k: int) -> z3.ModelRef | None:
+    """A model along the concrete search's execution to the first invariant violated at depth ``k``, if any.
+
+    Only when the search finished depth ``k``: then that invariant is the first
+    (in the order checked) any execution of ``k`` steps violates, as
+    :func:`declared_first` would find.  ``None`` when the solver's reductions
+    (symmetry breaking, the order of independent steps) rule that very
+    execution out: the caller then asks without it.
+    """
+    if not (prefix.complete and prefix.witnesses):
+        return None
+    _name, states = prefix.witnesses[0]
+    solver.push()
+    try:
+        for j, st in enumerate(states):
+            solver.add(*[cell == un.sym.value_term(_cell(v), i) for i, (v, cell) in enumerate(zip(st, un.state(j), strict=True))])
+        return solver.model() if solver.check(bad) == z3.sat else None
+    finally:
+        solver.pop()
+
+
+def _cell(value: Any) -> Any:
+    """A concrete cell value as the encoding holds it (an absent reference is -1)."""
+    return -1 if value is None else value
 
 
 

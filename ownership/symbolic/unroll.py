@@ -86,6 +86,7 @@ class Unroller:
         self._inv: dict[str, z3.BoolRef] = {}
         self._order: list[tuple[list[int], list[int]]] | None = None
         self._flag_cache: dict[tuple[str, ...], list[tuple[int, z3.BoolRef]]] = {}
+        self._commutation: dict[bool, tuple[z3.BoolRef, list[int]]] = {}
 
     # -- variables ---------------------------------------------------------------
     def state(self, k: int) -> list[z3.ExprRef]:
@@ -243,21 +244,40 @@ class Unroller:
         """
         if k == 0:
             return []
-        tables = self._order_tables()
-        prev, sel = self.selector(k - 1), self.selector(k)
-        out: list[z3.BoolRef] = []
-        for a, (indep, greater) in enumerate(tables):
-            if not indep:
-                continue
-            e = z3.Bool(f"{self.prefix}E!{k}!{a}")
-            terms: list[z3.BoolRef] = []
-            if greater:
-                terms.append(z3.Or(*[prev == b for b in greater]))
+        template, flags = self._commutation_template(k > 1)
+        pairs = [(z3.BitVec("cprev!", self._sel_bits), self.selector(k - 1)),
+                 (z3.BitVec("csel!", self._sel_bits), self.selector(k))]
+        for a in flags:
+            pairs.append((z3.Bool(f"cE!{a}"), z3.Bool(f"{self.prefix}E!{k}!{a}")))
             if k > 1:
-                terms.append(z3.And(z3.Bool(f"{self.prefix}E!{k - 1}!{a}"), z3.Or(*[prev == b for b in indep])))
-            out.append(e == (z3.Or(*terms) if terms else z3.BoolVal(False)))
-            out.append(z3.Implies(sel == a, z3.Not(e)))
-        return out
+                pairs.append((z3.Bool(f"cEp!{a}"), z3.Bool(f"{self.prefix}E!{k - 1}!{a}")))
+        return [z3.substitute(template, *pairs)] if flags else []
+
+    def _commutation_template(self, chained: bool) -> tuple[z3.BoolRef, list[int]]:
+        """:meth:`commutation_order` over placeholders, built once (per step it cost thousands of term
+        constructions): ``cprev!``/``csel!`` the previous and current selectors, ``cEp!a``/``cE!a`` the
+        flags of the previous and current step (``chained``: there is a previous step's flag to extend).
+        Also the paths that have a flag."""
+        if chained not in self._commutation:
+            tables = self._order_tables()
+            prev, sel = z3.BitVec("cprev!", self._sel_bits), z3.BitVec("csel!", self._sel_bits)
+            is_prev = [prev == b for b in range(len(self.paths))]
+            out: list[z3.BoolRef] = []
+            flags: list[int] = []
+            for a, (indep, greater) in enumerate(tables):
+                if not indep:
+                    continue
+                flags.append(a)
+                e = z3.Bool(f"cE!{a}")
+                terms: list[z3.BoolRef] = []
+                if greater:
+                    terms.append(z3.Or(*[is_prev[b] for b in greater]))
+                if chained:
+                    terms.append(z3.And(z3.Bool(f"cEp!{a}"), z3.Or(*[is_prev[b] for b in indep])))
+                out.append(e == (z3.Or(*terms) if terms else z3.BoolVal(False)))
+                out.append(z3.Implies(sel == a, z3.Not(e)))
+            self._commutation[chained] = (conjunction(out) if out else z3.BoolVal(True), flags)
+        return self._commutation[chained]
 
     def first_use_order(self, k: int) -> list[z3.BoolRef]:
         """Symmetry breaking: elements of a symmetric argument domain are first used in index order.
