@@ -98,6 +98,15 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
                         *widened, coverage_note(sym.width)]
     if prefix.states:
         notes.append(prefix.note())
+    # The depth at which the solver is first asked along the concrete search's witness.  The
+    # reductions of the steps before it wait for that answer: they only prune, and when the
+    # witness gives a model they were never needed.
+    guide = prefix.clean + 1 if prefix.complete and prefix.witnesses else None
+    deferred: list[int] = []
+
+    def reduce(j: int) -> None:
+        solver.add(*un.first_use_order(j))
+        solver.add(*un.commutation_order(j))
 
     def result(verdict: Verdict, reason: StopReason, depth: int, violated: str | None = None,
                trace: Trace | None = None, extra: Sequence[str] = ()) -> CheckResult:
@@ -118,7 +127,12 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         known_clean = k <= prefix.clean
         if not (known_clean and z3.is_false(overflow)):
             solver.add(z3.Implies(bad, overflow if known_clean else z3.Or(un.violation(names, k), overflow)))
-            model = _guided(solver, bad, un, prefix, k) if k == prefix.clean + 1 else None
+            model = None
+            if k == guide:
+                model = _guided(solver, bad, un, prefix, options.solver_timeout)
+                if model is None:
+                    for j in deferred:
+                        reduce(j)
             answer = z3.sat if model is not None else solver.check(bad)
             if answer == z3.sat:
                 if model is None:
@@ -136,8 +150,10 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         # passes only through states that satisfy them all: assume so (it prunes the search).
         solver.add(*[un.invariant(n, k) for n in names])
         solver.add(*un.transition(k))
-        solver.add(*un.first_use_order(k))
-        solver.add(*un.commutation_order(k))
+        if guide is not None and k < guide:
+            deferred.append(k)
+        else:
+            reduce(k)
         if lemma is not None:
             solver.add(un.at(lemma, k + 1))
         if progress is not None:
@@ -164,25 +180,30 @@ def _prefix(inst: Instance, names: list[str], options: BmcOptions, progress: Any
                          symmetry=options.symmetry, progress=progress)
 
 
-def _guided(solver: z3.Solver, bad: z3.BoolRef, un: Unroller, prefix: Prefix, k: int) -> z3.ModelRef | None:
+def _guided(solver: z3.Solver, bad: z3.BoolRef, un: Unroller, prefix: Prefix,
+            solver_timeout: float | None) -> z3.ModelRef | None:
     """A model along the concrete search's execution to the first invariant violated at depth ``k``, if any.
 
     Only when the search finished depth ``k``: then that invariant is the first
     (in the order checked) any execution of ``k`` steps violates, as
-    :func:`declared_first` would find.  ``None`` when the solver's reductions
-    (symmetry breaking, the order of independent steps) rule that very
-    execution out: the caller then asks without it.
+    :func:`declared_first` would find.  The solver holds no reductions yet
+    (symmetry breaking, the order of independent steps), so the witness is
+    one of its executions; ``None`` if no model follows it all the same (an
+    encoding that disagrees with the concrete semantics): the caller then
+    asks without it, and the replay of whatever it finds tells.
     """
     if not (prefix.complete and prefix.witnesses):
         return None
     _name, states = prefix.witnesses[0]
-    solver.push()
-    try:
-        for j, st in enumerate(states):
-            solver.add(*[cell == un.sym.value_term(_cell(v), i) for i, (v, cell) in enumerate(zip(st, un.state(j), strict=True))])
-        return solver.model() if solver.check(bad) == z3.sat else None
-    finally:
-        solver.pop()
+    # A solver of its own, asked once: with every state fixed, Z3's preprocessing folds the steps
+    # to constants before bit-blasting, where the incremental solver would bit-blast them all.
+    fresh = z3.Then("simplify", "propagate-values", "solve-eqs", "bit-blast", "sat").solver()
+    if solver_timeout is not None:
+        fresh.set("timeout", max(1, int(solver_timeout * 1000)))
+    fresh.add(solver.assertions())
+    for j, st in enumerate(states):
+        fresh.add(*[cell == un.sym.value_term(_cell(v), i) for i, (v, cell) in enumerate(zip(st, un.state(j), strict=True))])
+    return fresh.model() if fresh.check(bad) == z3.sat else None
 
 
 def _cell(value: Any) -> Any:
