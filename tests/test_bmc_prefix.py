@@ -98,3 +98,24 @@ def test_a_negative_budget_is_refused() -> None:
     with pytest.raises(OwnershipError) as info:
         BmcOptions(prefix_states=-1).validate()
     assert info.value.code is Code.BAD_NUMBER
+
+
+def test_the_c_api_walks_agree_with_z3s_own() -> None:
+    import z3
+
+    from ownership.engines.z3run import encode
+    from ownership.symbolic.terms import to_z3
+    from ownership.symbolic.unroll import Unroller, _cells_read, free_constants, substitute
+
+    inst = instance(INCIDENT)
+    sym = encode(inst, BmcOptions(), 8)
+    un = Unroller(sym)
+    cell_of = {c.get_id(): i for i, c in enumerate(sym.cells)}
+    for pr in un.paths:
+        p = pr.path
+        terms = [*p.pc, *p.constraints, *(to_z3(v, sym.sorts[c]) for c, v in p.writes.items())]
+        assert _cells_read(terms, cell_of) == {cell_of[c.get_id()] for c in free_constants(terms) if c.get_id() in cell_of}
+    inv = sym.invariant_formula("no_foreign_read")
+    pairs = list(zip(sym.cells, un.state(3), strict=True))
+    assert substitute(inv, pairs).eq(z3.substitute(inv, *pairs))
+    assert substitute(inv, []).eq(inv)
