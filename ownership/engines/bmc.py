@@ -37,6 +37,7 @@ from ownership.engines.z3run import (
 )
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
+from ownership.lang.invariants import select_invariants
 from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.extract import declared_first, extract, first_failing, instance_factory, violation_in
 from ownership.symbolic.lemmas import live_overflows, proven_lemmas
@@ -61,8 +62,6 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
                          search_coverage(inst, max_depth=options.max_depth, symmetry=options.symmetry))
 
 
-
-
 def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
     """:func:`bmc` without the action counts (``prove`` runs it to find a shortest trace)."""
     start = time.perf_counter()
@@ -73,17 +72,16 @@ def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckR
         if options.minimize or options.maximize:
             sym = encode(inst, options)
             return noted(_optimize(inst, sym, checked_invariants(sym, options), options, start), note)
-        return noted(widening("bmc", inst, options, start,
-                                lambda sym, names, widened: _bmc_at(inst, sym, names, options, reached, start, widened)),
-                      note)
+        # The concrete prefix is searched once, not once per integer width.
+        prefix = _prefix(inst, [inv.name for inv in select_invariants(inst, options.invariants)], options, reached)
+        return noted(widening("bmc", inst, options, start, lambda sym, names, widened: _bmc_at(
+            inst, sym, names, options, reached, start, widened, prefix)), note)
 
     return until_stopped("bmc", inst, options, start, reached, run)
 
 
-
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
-            start: float, widened: list[str]) -> CheckResult:
-    prefix = _prefix(inst, names, options, progress)
+            start: float, widened: list[str], prefix: Prefix) -> CheckResult:
     lemmas = proven_lemmas(sym, options)
     un = Unroller(sym, overflow_points=live_overflows(sym, lemmas, options))
     solver = qf_bv(options.solver_timeout)
@@ -172,7 +170,7 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
     return result(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, options.max_depth)
 
 
-def _prefix(inst: Instance, names: list[str], options: BmcOptions, progress: Any) -> Prefix:
+def _prefix(inst: Instance, names: Sequence[str], options: BmcOptions, progress: Any) -> Prefix:
     """The concrete search of the first levels, where it is sound (the instance's own parameter values)."""
     if options.free:
         return NO_PREFIX
