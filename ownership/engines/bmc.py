@@ -2,7 +2,9 @@
 
 The spec's transition relation (:mod:`ownership.symbolic.unroll`) is unrolled
 one step at a time on one incremental solver; each model found becomes a
-replayed trace (:mod:`ownership.symbolic.extract`).  ``--minimize`` and
+replayed trace (:mod:`ownership.symbolic.extract`).  The depths a budgeted
+concrete search finishes first (:mod:`ownership.engines.bmcprefix`) are not
+asked about violations again.  ``--minimize`` and
 ``--maximize`` ask Z3's optimiser for the extreme value of a free parameter
 over every violation within the bound.  Proofs are :mod:`ownership.engines.prove`.
 """
@@ -201,13 +203,15 @@ def _guided(solver: z3.Solver, bad: z3.BoolRef, un: Unroller, prefix: Prefix,
     fresh.add(solver.assertions())
     for j, st in enumerate(states):
         fresh.add(*[cell == un.sym.value_term(_cell(v), i) for i, (v, cell) in enumerate(zip(st, un.state(j), strict=True))])
-    return fresh.model() if fresh.check(bad) == z3.sat else None
+    answer = fresh.check(bad)
+    if answer == z3.unknown:
+        raise_if_canceled(fresh)
+    return fresh.model() if answer == z3.sat else None
 
 
 def _cell(value: Any) -> Any:
     """A concrete cell value as the encoding holds it (an absent reference is -1)."""
     return -1 if value is None else value
-
 
 
 def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, start: float) -> CheckResult:
