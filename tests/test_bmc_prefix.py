@@ -68,6 +68,18 @@ def test_same_verdict_and_length_as_the_solver_alone(name: str, params: dict[str
     assert _prefix_note(with_prefix.notes) and not _prefix_note(alone.notes)
 
 
+@pytest.mark.slow
+def test_the_incident_gives_the_same_answer_with_any_budget() -> None:
+    # The solver alone (tens of seconds), a budget cut short (the solver asks from the depth after
+    # it, unguided) and the default budget (the search reaches the violation; the solver is guided).
+    answers = set()
+    for budget in (0, 100, 50_000):
+        r = bmc(instance(INCIDENT), BmcOptions(max_depth=16, prefix_states=budget))
+        assert r.trace is not None
+        answers.add((r.verdict, r.violated, r.stats.depth, len(r.trace)))
+    assert answers == {(Verdict.VIOLATED, "no_foreign_read", 15, 15)}
+
+
 def test_free_parameters_are_not_searched_concretely() -> None:
     # The concrete search would run the default value only; the solver ranges over every value.
     inst = Instance(load_spec(SOLVER / "reserve_overflow.py"))
