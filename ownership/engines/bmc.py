@@ -84,29 +84,12 @@ def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckR
 
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
             start: float, widened: list[str], prefix: Prefix) -> CheckResult:
-    lemmas = proven_lemmas(sym, options)
-    un = Unroller(sym, overflow_points=live_overflows(sym, lemmas, options))
-    solver = qf_bv(options.solver_timeout)
-    solver.add(*un.init(inst))
-    solver.add(*where(sym, options))
-    # The lemmas as one term, moved to each step by one substitution (one per lemma cost more than solving).
-    lemma = conjunction(lemmas) if lemmas else None
-    if lemma is not None:
-        solver.add(un.at(lemma, 0))
+    un = Unroller(sym)  # every overflow point until the lemmas prune them (below)
     opts = result_options(options)
     notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances",
                         *widened, coverage_note(sym.width)]
     if prefix.states:
         notes.append(prefix.note())
-    # The depth at which the solver is first asked along the concrete search's witness.  The
-    # reductions of the steps before it wait for that answer: they only prune, and when the
-    # witness gives a model they were never needed.
-    guide = prefix.clean + 1 if prefix.complete and prefix.witnesses else None
-    deferred: list[int] = []
-
-    def reduce(j: int) -> None:
-        solver.add(*un.first_use_order(j))
-        solver.add(*un.commutation_order(j))
 
     def result(verdict: Verdict, reason: StopReason, depth: int, violated: str | None = None,
                trace: Trace | None = None, extra: Sequence[str] = ()) -> CheckResult:
@@ -116,6 +99,24 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             invariants=tuple(names), violated=violated, trace=trace, options=opts, notes=tuple(notes + list(extra)),
             coverage_kind=CoverageKind.BOUNDED,
         )
+
+    if prefix.complete and prefix.witnesses:
+        # The concrete search reached a violation: ask for a model along its witness first.
+        d = prefix.clean + 1
+        found = _guided(inst, un, names, prefix, options)
+        if found is not None:
+            model, overflow = found
+            bad_inv, trace = violation_in(un, model, overflow, names, d, inst, "bmc")
+            return result(Verdict.VIOLATED, StopReason.VIOLATION, d, bad_inv, trace)
+    lemmas = proven_lemmas(sym, options)
+    un.overflow_points = live_overflows(sym, lemmas, options)
+    solver = qf_bv(options.solver_timeout)
+    solver.add(*un.init(inst))
+    solver.add(*where(sym, options))
+    # The lemmas as one term, moved to each step by one substitution (one per lemma cost more than solving).
+    lemma = conjunction(lemmas) if lemmas else None
+    if lemma is not None:
+        solver.add(un.at(lemma, 0))
 
     for k in range(options.max_depth + 1):
         # One solver for all depths; the depth-k question is asked under an assumption
@@ -127,16 +128,9 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         known_clean = k <= prefix.clean
         if not (known_clean and z3.is_false(overflow)):
             solver.add(z3.Implies(bad, overflow if known_clean else z3.Or(un.violation(names, k), overflow)))
-            model = None
-            if k == guide:
-                model = _guided(solver, bad, un, prefix, options.solver_timeout)
-                if model is None:
-                    for j in deferred:
-                        reduce(j)
-            answer = z3.sat if model is not None else solver.check(bad)
+            answer = solver.check(bad)
             if answer == z3.sat:
-                if model is None:
-                    model = declared_first(solver, [bad], un, solver.model(), overflow, names, k)
+                model = declared_first(solver, [bad], un, solver.model(), overflow, names, k)
                 bad_inv, trace = violation_in(un, model, overflow, names, k, inst, "bmc")
                 return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
             if answer == z3.unknown:
@@ -150,10 +144,8 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         # passes only through states that satisfy them all: assume so (it prunes the search).
         solver.add(*[un.invariant(n, k) for n in names])
         solver.add(*un.transition(k))
-        if guide is not None and k < guide:
-            deferred.append(k)
-        else:
-            reduce(k)
+        solver.add(*un.first_use_order(k))
+        solver.add(*un.commutation_order(k))
         if lemma is not None:
             solver.add(un.at(lemma, k + 1))
         if progress is not None:
@@ -180,33 +172,39 @@ def _prefix(inst: Instance, names: Sequence[str], options: BmcOptions, progress:
                          symmetry=options.symmetry, progress=progress)
 
 
-def _guided(solver: z3.Solver, bad: z3.BoolRef, un: Unroller, prefix: Prefix,
-            solver_timeout: float | None) -> z3.ModelRef | None:
-    """A model along the concrete search's execution to the first invariant violated at depth ``k``, if any.
+def _guided(inst: Instance, un: Unroller, names: list[str], prefix: Prefix,
+            options: BmcOptions) -> tuple[z3.ModelRef, z3.BoolRef] | None:
+    """A model along the concrete search's execution to the first invariant violated at its depth ``d``.
 
-    Only when the search finished depth ``k``: then that invariant is the first
-    (in the order checked) any execution of ``k`` steps violates, as
-    :func:`declared_first` would find.  The solver holds no reductions yet
-    (symmetry breaking, the order of independent steps), so the witness is
-    one of its executions; ``None`` if no model follows it all the same (an
-    encoding that disagrees with the concrete semantics): the caller then
-    asks without it, and the replay of whatever it finds tells.
+    The search finished depth ``d``, so that invariant is the first (in the
+    order checked) any execution of ``d`` steps violates, as
+    :func:`declared_first` would find.  The question is the one bmc asks at
+    ``d`` (a violation, or an overflowing step from any state on the way),
+    with every state fixed to the witness's, in a solver of its own: Z3's
+    preprocessing folds the steps to constants before bit-blasting, so the
+    lemmas and reductions, which only prune, are not built for it.  Returns
+    the model and the overflow condition it was asked with, or ``None`` if no
+    model follows the witness (an encoding that disagrees with the concrete
+    semantics): the caller then asks without it, and the replay of whatever
+    it finds tells.
     """
-    if not (prefix.complete and prefix.witnesses):
-        return None
+    d = prefix.clean + 1
     _name, states = prefix.witnesses[0]
-    # A solver of its own, asked once: with every state fixed, Z3's preprocessing folds the steps
-    # to constants before bit-blasting, where the incremental solver would bit-blast them all.
     fresh = z3.Then("simplify", "propagate-values", "solve-eqs", "bit-blast", "sat").solver()
-    if solver_timeout is not None:
-        fresh.set("timeout", max(1, int(solver_timeout * 1000)))
-    fresh.add(solver.assertions())
+    if options.solver_timeout is not None:
+        fresh.set("timeout", max(1, int(options.solver_timeout * 1000)))
+    fresh.add(*un.init(inst))
+    fresh.add(*where(un.sym, options))
+    for j in range(d):
+        fresh.add(*un.transition(j))
     for j, st in enumerate(states):
         fresh.add(*[cell == un.sym.value_term(_cell(v), i) for i, (v, cell) in enumerate(zip(st, un.state(j), strict=True))])
-    answer = fresh.check(bad)
+    overflow = z3.Or(*[un.overflow(j) for j in range(d + 1)])
+    fresh.add(z3.Or(un.violation(names, d), overflow))
+    answer = fresh.check()
     if answer == z3.unknown:
         raise_if_canceled(fresh)
-    return fresh.model() if answer == z3.sat else None
+    return (fresh.model(), overflow) if answer == z3.sat else None
 
 
 def _cell(value: Any) -> Any:
