@@ -105,14 +105,14 @@ def search_prefix(inst: Instance, names: Sequence[str], *, max_states: int, max_
     reason = outcome.stop.reason
     if levels.depth is not None:
         d = levels.depth
-        # The limit may have cut the violating level short: then other invariants may be violated there too.
-        complete = reason is not StopReason.STATE_LIMIT
+        # A limit may have cut the violating level short: then other invariants may be violated there too.
+        complete = reason in (StopReason.VIOLATION, StopReason.EXHAUSTED, StopReason.DEPTH_LIMIT)
         witnesses = tuple((n, _states(inst, search.tree.path(levels.found[n]))) for n in names if n in levels.found)
         return Prefix(clean=d - 1, reached=d, witnesses=witnesses, complete=complete, states=outcome.states)
     if reason in (StopReason.EXHAUSTED, StopReason.DEPTH_LIMIT):
         # Every reachable state (or every one within the bound) was checked.
         return Prefix(clean=max_depth, reached=outcome.level, states=outcome.states)
-    # The state limit: every level before the one being generated was finished.
+    # A limit (states, memory): every level up to the one being expanded was finished.
     return Prefix(clean=outcome.level, reached=outcome.level, states=outcome.states)
 
 
