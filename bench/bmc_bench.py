@@ -3,13 +3,16 @@
     python bench/bmc_bench.py                 # every measurement, each capped (see --cap)
     python bench/bmc_bench.py --quick         # depth profile and default-size counterexample only
     python bench/bmc_bench.py --cap 1800      # seconds allowed per measurement
+    python bench/bmc_bench.py --quick --solver-only   # also bmc without its concrete prefix (every depth asked of Z3)
 
 Prints, with wall and CPU seconds (the CPU figure is the process's own time,
 which is what to compare on a shared machine):
 
 * the depth BMC reaches over time on ``sglang_disagg_v0_5_19`` (default size);
 * the time to its counterexample at the default size and at 3 requests x 8
-  decode pages, next to the explorer's time on the same instance;
+  decode pages, next to the explorer's time on the same instance (with
+  ``--solver-only``, also bmc with no concrete search of the first depths,
+  ``prefix_states=0``: every depth is asked of the solver);
 * the time of ``prove`` on ``sglang_disagg_v0_5_21`` and how it closed, with the
   reachable set and without it (``prove-spacer``: k-induction, then Spacer).
 
@@ -48,7 +51,7 @@ def _child(kind: str, spec: str, params: dict[str, int], out: Any) -> None:
     wall0, cpu0 = time.perf_counter(), time.process_time()
 
     def progress(p: Any) -> None:
-        if kind == "bmc":
+        if kind.startswith("bmc"):
             out.send(("depth", p.depth, time.perf_counter() - wall0, time.process_time() - cpu0))
 
     try:
@@ -57,6 +60,8 @@ def _child(kind: str, spec: str, params: dict[str, int], out: Any) -> None:
             r = explore(inst, ExploreOptions())
         elif kind == "bmc":
             r = bmc(inst, BmcOptions(max_depth=30), progress)
+        elif kind == "bmc-solver-only":
+            r = bmc(inst, BmcOptions(max_depth=30, prefix_states=0), progress)
         elif kind == "prove-spacer":
             r = prove(inst, BmcOptions(reach_states=0))
         else:
@@ -110,6 +115,7 @@ def _line(label: str, r: dict[str, Any], cap: float) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="default size only, no prove")
+    ap.add_argument("--solver-only", action="store_true", help="also bmc with every depth asked of the solver")
     ap.add_argument("--cap", type=float, default=900.0, help="seconds allowed per measurement (default 900)")
     args = ap.parse_args()
     print(f"Python {platform.python_version()} on {platform.machine()}, {time.strftime('%Y-%m-%d')}")
@@ -120,8 +126,11 @@ def main() -> int:
         print(_line("explore", e, args.cap))
         b = measure("bmc", BUGGY, params, args.cap, show_depths=True)
         print(_line("bmc", b, args.cap))
-        if "wall" in e and "wall" in b:
-            print(f"  bmc / explore: {b['wall'] / max(e['wall'], 1e-9):.0f}x wall")
+        if "cpu" in e and "cpu" in b:
+            print(f"  bmc / explore: {b['cpu'] / max(e['cpu'], 1e-9):.1f}x CPU")
+        if args.solver_only:
+            z = measure("bmc-solver-only", BUGGY, params, args.cap, show_depths=True)
+            print(_line("bmc, solver only", z, args.cap))
     if not args.quick:
         print("\nprove sglang_disagg_v0_5_21 (default size)")
         for kind in ("prove", "prove-spacer"):

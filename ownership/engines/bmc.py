@@ -2,7 +2,9 @@
 
 The spec's transition relation (:mod:`ownership.symbolic.unroll`) is unrolled
 one step at a time on one incremental solver; each model found becomes a
-replayed trace (:mod:`ownership.symbolic.extract`).  ``--minimize`` and
+replayed trace (:mod:`ownership.symbolic.extract`).  The depths a budgeted
+concrete search finishes first (:mod:`ownership.engines.bmcprefix`) are not
+asked about violations again.  ``--minimize`` and
 ``--maximize`` ask Z3's optimiser for the extreme value of a free parameter
 over every violation within the bound.  Proofs are :mod:`ownership.engines.prove`.
 """
@@ -19,6 +21,7 @@ from ownership.core.limits import raise_if_canceled
 from ownership.core.progress import Progress
 from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.core.trace import Trace
+from ownership.engines.bmcprefix import NO_PREFIX, Prefix, search_prefix
 from ownership.engines.coverage import search_coverage, with_coverage
 from ownership.engines.symcheck import precheck
 from ownership.engines.z3run import (
@@ -36,11 +39,12 @@ from ownership.engines.z3run import (
 )
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
+from ownership.lang.invariants import select_invariants
 from ownership.symbolic.encoding import SymbolicSpec
 from ownership.symbolic.extract import declared_first, extract, first_failing, instance_factory, violation_in
 from ownership.symbolic.lemmas import live_overflows, proven_lemmas
 from ownership.symbolic.solver import qf_bv, where
-from ownership.symbolic.terms import coverage_note, int_of
+from ownership.symbolic.terms import conjunction, coverage_note, int_of
 from ownership.symbolic.unroll import Unroller
 
 
@@ -60,8 +64,6 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
                          search_coverage(inst, max_depth=options.max_depth, symmetry=options.symmetry))
 
 
-
-
 def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:
     """:func:`bmc` without the action counts (``prove`` runs it to find a shortest trace)."""
     start = time.perf_counter()
@@ -72,25 +74,22 @@ def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckR
         if options.minimize or options.maximize:
             sym = encode(inst, options)
             return noted(_optimize(inst, sym, checked_invariants(sym, options), options, start), note)
-        return noted(widening("bmc", inst, options, start,
-                                lambda sym, names, widened: _bmc_at(inst, sym, names, options, reached, start, widened)),
-                      note)
+        # The concrete prefix is searched once, not once per integer width.
+        prefix = _prefix(inst, [inv.name for inv in select_invariants(inst, options.invariants)], options, reached)
+        return noted(widening("bmc", inst, options, start, lambda sym, names, widened: _bmc_at(
+            inst, sym, names, options, reached, start, widened, prefix)), note)
 
     return until_stopped("bmc", inst, options, start, reached, run)
 
 
-
 def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, progress: Any,
-            start: float, widened: list[str]) -> CheckResult:
-    lemmas = proven_lemmas(sym, options)
-    un = Unroller(sym, overflow_points=live_overflows(sym, lemmas, options))
-    solver = qf_bv(options.solver_timeout)
-    solver.add(*un.init(inst))
-    solver.add(*where(sym, options))
-    solver.add(*[un.at(c, 0) for c in lemmas])
+            start: float, widened: list[str], prefix: Prefix) -> CheckResult:
+    un = Unroller(sym)  # every overflow point until the lemmas prune them (below)
     opts = result_options(options)
     notes: list[str] = [f"{len(un.paths)} action paths from {len(sym.actions)} action instances",
                         *widened, coverage_note(sym.width)]
+    if prefix.states:
+        notes.append(prefix.note())
 
     def result(verdict: Verdict, reason: StopReason, depth: int, violated: str | None = None,
                trace: Trace | None = None, extra: Sequence[str] = ()) -> CheckResult:
@@ -101,23 +100,44 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
             coverage_kind=CoverageKind.BOUNDED,
         )
 
+    if prefix.complete and prefix.witnesses:
+        # The concrete search reached a violation: ask for a model along its witness first.
+        d = prefix.clean + 1
+        found = _guided(inst, un, names, prefix, options)
+        if found is not None:
+            model, overflow = found
+            bad_inv, trace = violation_in(un, model, overflow, names, d, inst, "bmc")
+            return result(Verdict.VIOLATED, StopReason.VIOLATION, d, bad_inv, trace)
+    lemmas = proven_lemmas(sym, options)
+    un.overflow_points = live_overflows(sym, lemmas, options)
+    solver = qf_bv(options.solver_timeout)
+    solver.add(*un.init(inst))
+    solver.add(*where(sym, options))
+    # The lemmas as one term, moved to each step by one substitution (one per lemma cost more than solving).
+    lemma = conjunction(lemmas) if lemmas else None
+    if lemma is not None:
+        solver.add(un.at(lemma, 0))
+
     for k in range(options.max_depth + 1):
         # One solver for all depths; the depth-k question is asked under an assumption
         # literal, so what the solver learned at earlier depths is kept.  A step that would
         # overflow the integers counts as a violation too: it sends the search to a wider encoding.
+        # Depths the concrete search finished hold no violation: only the overflow is asked there.
         bad = z3.Bool(f"bad!{k}")
         overflow = un.overflow(k)
-        solver.add(z3.Implies(bad, z3.Or(un.violation(names, k), overflow)))
-        answer = solver.check(bad)
-        if answer == z3.sat:
-            model = declared_first(solver, [bad], un, solver.model(), overflow, names, k)
-            bad_inv, trace = violation_in(un, model, overflow, names, k, inst, "bmc")
-            return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
-        if answer == z3.unknown:
-            raise_if_canceled(solver)
-            reason = solver.reason_unknown()
-            return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
-                f"inconclusive: z3 answered unknown ({reason}) at depth {k}; no violation up to depth {k - 1}"])
+        known_clean = k <= prefix.clean
+        if not (known_clean and z3.is_false(overflow)):
+            solver.add(z3.Implies(bad, overflow if known_clean else z3.Or(un.violation(names, k), overflow)))
+            answer = solver.check(bad)
+            if answer == z3.sat:
+                model = declared_first(solver, [bad], un, solver.model(), overflow, names, k)
+                bad_inv, trace = violation_in(un, model, overflow, names, k, inst, "bmc")
+                return result(Verdict.VIOLATED, StopReason.VIOLATION, k, bad_inv, trace)
+            if answer == z3.unknown:
+                raise_if_canceled(solver)
+                reason = solver.reason_unknown()
+                return result(Verdict.UNKNOWN, StopReason.SOLVER_UNKNOWN, k, extra=[
+                    f"inconclusive: z3 answered unknown ({reason}) at depth {k}; no violation up to depth {k - 1}"])
         if k == options.max_depth:
             break
         # No state at depth <= k violates an invariant, so the shortest violation (if any)
@@ -126,9 +146,12 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
         solver.add(*un.transition(k))
         solver.add(*un.first_use_order(k))
         solver.add(*un.commutation_order(k))
-        solver.add(*[un.at(c, k + 1) for c in lemmas])
+        if lemma is not None:
+            solver.add(un.at(lemma, k + 1))
         if progress is not None:
             progress(Progress(time.perf_counter() - start, depth=k + 1))
+        if k < prefix.reached:
+            continue  # the concrete search holds an execution of k + 1 steps: no need to ask
         # No path of k+1 steps: every execution ends within k steps, all of them checked.
         answer = solver.check()
         if answer == z3.unsat:
@@ -140,6 +163,53 @@ def _bmc_at(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOpt
                 f"inconclusive: z3 answered unknown ({solver.reason_unknown()}) unrolling step {k + 1}"])
     return result(Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, options.max_depth)
 
+
+def _prefix(inst: Instance, names: Sequence[str], options: BmcOptions, progress: Any) -> Prefix:
+    """The concrete search of the first levels, where it is sound (the instance's own parameter values)."""
+    if options.free:
+        return NO_PREFIX
+    return search_prefix(inst, names, max_states=options.prefix_states, max_depth=options.max_depth,
+                         symmetry=options.symmetry, progress=progress)
+
+
+def _guided(inst: Instance, un: Unroller, names: list[str], prefix: Prefix,
+            options: BmcOptions) -> tuple[z3.ModelRef, z3.BoolRef] | None:
+    """A model along the concrete search's execution to the first invariant violated at its depth ``d``.
+
+    The search finished depth ``d``, so that invariant is the first (in the
+    order checked) any execution of ``d`` steps violates, as
+    :func:`declared_first` would find.  The question is the one bmc asks at
+    ``d`` (a violation, or an overflowing step from any state on the way),
+    with every state fixed to the witness's, in a solver of its own: Z3's
+    preprocessing folds the steps to constants before bit-blasting, so the
+    lemmas and reductions, which only prune, are not built for it.  Returns
+    the model and the overflow condition it was asked with, or ``None`` if no
+    model follows the witness (an encoding that disagrees with the concrete
+    semantics): the caller then asks without it, and the replay of whatever
+    it finds tells.
+    """
+    d = prefix.clean + 1
+    _name, states = prefix.witnesses[0]
+    fresh = z3.Then("simplify", "propagate-values", "solve-eqs", "bit-blast", "sat").solver()
+    if options.solver_timeout is not None:
+        fresh.set("timeout", max(1, int(options.solver_timeout * 1000)))
+    fresh.add(*un.init(inst))
+    fresh.add(*where(un.sym, options))
+    for j in range(d):
+        fresh.add(*un.transition(j))
+    for j, st in enumerate(states):
+        fresh.add(*[cell == un.sym.value_term(_cell(v), i) for i, (v, cell) in enumerate(zip(st, un.state(j), strict=True))])
+    overflow = z3.Or(*[un.overflow(j) for j in range(d + 1)])
+    fresh.add(z3.Or(un.violation(names, d), overflow))
+    answer = fresh.check()
+    if answer == z3.unknown:
+        raise_if_canceled(fresh)
+    return (fresh.model(), overflow) if answer == z3.sat else None
+
+
+def _cell(value: Any) -> Any:
+    """A concrete cell value as the encoding holds it (an absent reference is -1)."""
+    return -1 if value is None else value
 
 
 def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcOptions, start: float) -> CheckResult:

@@ -42,6 +42,9 @@ class BmcOptions:
     spacer_timeout: float = 600.0
     reach_states: int = 200_000
     """``prove``: largest explicit reachable set tried as an inductive invariant (0: never)."""
+    prefix_states: int = 50_000
+    """``bmc``: most states a breadth-first search may store to check the first depths concretely
+    before the solver takes over (0: the solver asks every depth; see :mod:`ownership.engines.bmcprefix`)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> BmcOptions:
@@ -72,6 +75,7 @@ class BmcOptions:
         inputs.check_count("--max-depth", self.max_depth, 0)
         inputs.check_count("--max-k", self.max_k, 0)
         inputs.check_count("--reach-states", self.reach_states, 0)
+        inputs.check_count("prefix_states", self.prefix_states, 0)
         inputs.check_seconds("--solver-timeout", self.solver_timeout)
         inputs.check_seconds("--spacer-timeout", self.spacer_timeout)
         inputs.check_optimised(self.free, self.minimize, self.maximize)

@@ -43,9 +43,51 @@ def free_constants(terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
     return out
 
 
+def substitute(expr: z3.ExprRef, pairs: Sequence[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.ExprRef:
+    """``z3.substitute(expr, *pairs)`` without its checks in Python.
+
+    The unrolling substitutes a hundred pairs (cells, fresh terms) of
+    matching sorts, by construction, several times per step; ``z3.substitute``
+    wraps and compares both sorts of every pair first, which cost more than
+    the substitution.
+    """
+    n = len(pairs)
+    if n == 0:
+        return expr
+    src = (z3.Ast * n)(*[a.as_ast() for a, _ in pairs])
+    dst = (z3.Ast * n)(*[b.as_ast() for _, b in pairs])
+    ctx = expr.ctx
+    return z3.z3._to_expr_ref(z3.Z3_substitute(ctx.ref(), expr.as_ast(), n, src, dst), ctx)
+
+
 def _cells_read(terms: Sequence[z3.ExprRef], cell_of: dict[int, int]) -> set[int]:
-    """Indices of the placeholder cells that occur in ``terms``."""
-    return {cell_of[c.get_id()] for c in free_constants(terms) if c.get_id() in cell_of}
+    """Indices of the placeholder cells that occur in ``terms``.
+
+    Walks the terms through Z3's C API by AST id: a Python wrapper per subterm
+    (:func:`free_constants`) made this most of the time spent building bmc's
+    partial-order reduction.  The raw ASTs stay alive while ``terms`` do.
+    """
+    if not terms:
+        return set()
+    c = terms[0].ctx.ref()
+    app_kind = z3.Z3_APP_AST
+    seen: set[int] = set()
+    out: set[int] = set()
+    todo = [t.as_ast() for t in terms]
+    while todo:
+        a = todo.pop()
+        i = z3.Z3_get_ast_id(c, a)
+        if i in seen:
+            continue
+        seen.add(i)
+        if i in cell_of:
+            out.add(cell_of[i])
+            continue
+        if z3.Z3_get_ast_kind(c, a) != app_kind:
+            continue
+        app = z3.Z3_to_app(c, a)
+        todo.extend(z3.Z3_get_app_arg(c, app, k) for k in range(z3.Z3_get_app_num_args(c, app)))
+    return out
 
 
 @dataclass
@@ -86,6 +128,7 @@ class Unroller:
         self._inv: dict[str, z3.BoolRef] = {}
         self._order: list[tuple[list[int], list[int]]] | None = None
         self._flag_cache: dict[tuple[str, ...], list[tuple[int, z3.BoolRef]]] = {}
+        self._commutation: dict[bool, tuple[z3.BoolRef, list[int]]] = {}
 
     # -- variables ---------------------------------------------------------------
     def state(self, k: int) -> list[z3.ExprRef]:
@@ -111,7 +154,7 @@ class Unroller:
 
     def at(self, expr: z3.ExprRef, k: int, j: int | None = None) -> z3.ExprRef:
         """``expr`` over placeholders (and path ``j``'s fresh terms) moved to step ``k``."""
-        return z3.substitute(expr, *self._subst(k, j))
+        return substitute(expr, self._subst(k, j))
 
     # -- constraints ---------------------------------------------------------------
     def init(self, inst: Instance) -> list[z3.BoolRef]:
@@ -147,7 +190,7 @@ class Unroller:
         pairs.append((z3.BitVec("sel!", self._sel_bits), self.selector(k)))
         if self._aux:
             pairs += self.aux_at(k)
-        return [z3.substitute(template, *pairs)]
+        return [substitute(template, pairs)]
 
     def invariant(self, name: str, k: int) -> z3.BoolRef:
         if name not in self._inv:
@@ -160,7 +203,7 @@ class Unroller:
             self.overflow_points = z3.simplify(z3.Or(*self.sym.overflow_points()))
         if z3.is_false(self.overflow_points):
             return self.overflow_points
-        return z3.substitute(self.overflow_points, *self._subst(k, None), *self.aux_at(k))
+        return substitute(self.overflow_points, self._subst(k, None) + self.aux_at(k))
 
     def types(self, k: int) -> list[z3.BoolRef]:
         return self.sym.type_constraints(self.state(k))
@@ -176,13 +219,13 @@ class Unroller:
         if k == 0:
             return z3.BoolVal(False)
         sel = self.selector(k - 1)
-        terms = [z3.And(sel == j, z3.substitute(c, *self._subst(k - 1, None), *self.aux_at(k - 1)))
+        terms = [z3.And(sel == j, substitute(c, self._subst(k - 1, None) + self.aux_at(k - 1)))
                  for j, c in self._flagged(names)]
         return z3.Or(*terms) if terms else z3.BoolVal(False)
 
     def event_from(self, names: Sequence[str], k: int) -> z3.BoolRef:
         """Some step from state ``k`` emits an event marked as violating one of ``names``."""
-        terms = [z3.substitute(c, *self._subst(k, None), *self.aux_at(k)) for _j, c in self._flagged(names)]
+        terms = [substitute(c, self._subst(k, None) + self.aux_at(k)) for _j, c in self._flagged(names)]
         return z3.Or(*terms) if terms else z3.BoolVal(False)
 
     def violation(self, names: Sequence[str], k: int) -> z3.BoolRef:
@@ -243,21 +286,40 @@ class Unroller:
         """
         if k == 0:
             return []
-        tables = self._order_tables()
-        prev, sel = self.selector(k - 1), self.selector(k)
-        out: list[z3.BoolRef] = []
-        for a, (indep, greater) in enumerate(tables):
-            if not indep:
-                continue
-            e = z3.Bool(f"{self.prefix}E!{k}!{a}")
-            terms: list[z3.BoolRef] = []
-            if greater:
-                terms.append(z3.Or(*[prev == b for b in greater]))
+        template, flags = self._commutation_template(k > 1)
+        pairs = [(z3.BitVec("cprev!", self._sel_bits), self.selector(k - 1)),
+                 (z3.BitVec("csel!", self._sel_bits), self.selector(k))]
+        for a in flags:
+            pairs.append((z3.Bool(f"cE!{a}"), z3.Bool(f"{self.prefix}E!{k}!{a}")))
             if k > 1:
-                terms.append(z3.And(z3.Bool(f"{self.prefix}E!{k - 1}!{a}"), z3.Or(*[prev == b for b in indep])))
-            out.append(e == (z3.Or(*terms) if terms else z3.BoolVal(False)))
-            out.append(z3.Implies(sel == a, z3.Not(e)))
-        return out
+                pairs.append((z3.Bool(f"cEp!{a}"), z3.Bool(f"{self.prefix}E!{k - 1}!{a}")))
+        return [substitute(template, pairs)] if flags else []
+
+    def _commutation_template(self, chained: bool) -> tuple[z3.BoolRef, list[int]]:
+        """:meth:`commutation_order` over placeholders, built once (per step it cost thousands of term
+        constructions): ``cprev!``/``csel!`` the previous and current selectors, ``cEp!a``/``cE!a`` the
+        flags of the previous and current step (``chained``: there is a previous step's flag to extend).
+        Also the paths that have a flag."""
+        if chained not in self._commutation:
+            tables = self._order_tables()
+            prev, sel = z3.BitVec("cprev!", self._sel_bits), z3.BitVec("csel!", self._sel_bits)
+            is_prev = [prev == b for b in range(len(self.paths))]
+            out: list[z3.BoolRef] = []
+            flags: list[int] = []
+            for a, (indep, greater) in enumerate(tables):
+                if not indep:
+                    continue
+                flags.append(a)
+                e = z3.Bool(f"cE!{a}")
+                terms: list[z3.BoolRef] = []
+                if greater:
+                    terms.append(z3.Or(*[is_prev[b] for b in greater]))
+                if chained:
+                    terms.append(z3.And(z3.Bool(f"cEp!{a}"), z3.Or(*[is_prev[b] for b in indep])))
+                out.append(e == (z3.Or(*terms) if terms else z3.BoolVal(False)))
+                out.append(z3.Implies(sel == a, z3.Not(e)))
+            self._commutation[chained] = (conjunction(out) if out else z3.BoolVal(True), flags)
+        return self._commutation[chained]
 
     def first_use_order(self, k: int) -> list[z3.BoolRef]:
         """Symmetry breaking: elements of a symmetric argument domain are first used in index order.
