@@ -265,3 +265,16 @@ def test_cli_hypothesis_finds_the_v0_5_19_leak_with_default_options(tmp_path: Pa
                      "--no-progress", "--out", str(tmp_path))
     assert code == 1, out
     assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19 (hypothesis)")
+
+
+def test_engine_all_asks_bmc_s_solver_from_depth_0_so_it_checks_the_encoding(tmp_path: Path) -> None:
+    # Alone, bmc first searches the shallow depths concretely; compared with the explorer that would
+    # repeat the explorer's own search, so under --engine all the solver answers every depth.
+    code, alone = _cli("check", str(CORPUS / "toy_double_free.py"), "--engine", "bmc", "--no-render", "--no-progress",
+                       "--out", str(tmp_path / "a"))
+    assert code == 1, alone
+    assert "before the solver started" in alone
+    code, both = _cli("check", str(CORPUS / "toy_double_free.py"), "--engine", "all", "--no-render", "--no-progress",
+                      "--seed", "0", "--out", str(tmp_path / "b"))
+    assert code == 1, both
+    assert "before the solver started" not in both

@@ -64,6 +64,9 @@ class BmcOptions:
             where=tuple(settings.where), minimize=settings.minimize, maximize=settings.maximize,
             invariants=settings.invariants, symmetry=settings.symmetry, spacer=settings.spacer,
             spacer_timeout=settings.spacer_timeout, reach_states=settings.reach_states,
+            # --engine all compares engines: there bmc asks the solver from depth 0, so its answer checks
+            # the encoding against the explorer instead of repeating the explorer's concrete search.
+            prefix_states=0 if settings.engine == "all" else cls.prefix_states,
         )
         options.validate()
         return options
