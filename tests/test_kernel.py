@@ -226,3 +226,11 @@ def test_cli_kernel_misuse_is_one_error_line(args: list[str]) -> None:
     res = _cli("check", str(SPECS / "sglang_disagg_v0_5_21.py"), *args)
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output
+
+
+def test_a_time_limit_ends_the_compiled_search_with_its_coverage() -> None:
+    result = explore(instance("sglang_disagg_v0_5_20"), ExploreOptions(symmetry=False, kernel="compiled",
+                                                                       max_seconds=0.05))
+    assert result.verdict is Verdict.UNKNOWN and result.stop_reason is StopReason.TIME_LIMIT
+    assert any("every interleaving of up to" in n for n in result.notes)
+    assert 0 < result.stats.states < 56_709
