@@ -70,10 +70,10 @@ def test_same_verdict_and_length_as_the_solver_alone(name: str, params: dict[str
 
 @pytest.mark.slow
 def test_the_incident_gives_the_same_answer_with_any_budget() -> None:
-    # The solver alone (tens of seconds), a budget cut short (the solver asks from the depth after
-    # it, unguided) and the default budget (the search reaches the violation; the solver is guided).
+    # The solver alone (tens of seconds) and the default budget (the search reaches the violation; the
+    # solver is guided).  A budget cut short is the fast test's (20 states, the solver unguided after it).
     answers = set()
-    for budget in (0, 100, 50_000):
+    for budget in (0, 50_000):
         r = bmc(instance(INCIDENT), BmcOptions(max_depth=16, prefix_states=budget))
         assert r.trace is not None
         answers.add((r.verdict, r.violated, r.stats.depth, len(r.trace)))

@@ -43,7 +43,7 @@ FAST_SEARCH = 300
 """States the fast test searches per spec, breadth-first ..."""
 FAST_SAMPLE = 24
 """... of which it compares this many, spread over the depths reached (a Z3 call per state and action)."""
-SLOW_WHOLE = 400
+SLOW_WHOLE = 250
 """The slow test compares every reachable state of a spec with at most this many ..."""
 SLOW_SEARCH, SLOW_SAMPLE = 20_000, 150
 """... and of a larger one, this many spread over the first states found."""
@@ -197,7 +197,7 @@ def test_the_vocabulary_conforms_on_random_states() -> None:
 @pytest.mark.parametrize("requests", [2, 3])
 def test_the_vocabulary_conforms_on_many_random_states(requests: int) -> None:
     inst = vocabulary(requests)
-    states = list(random_states(inst, seed=requests, count=50))
+    states = list(random_states(inst, seed=requests, count=25))
     assert_conforms(inst, check_conformance(inst, states), len(states))
 
 
