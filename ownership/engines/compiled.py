@@ -91,6 +91,18 @@ def python_note(inst: Instance, symmetry: bool, reduced: bool) -> str:
     return "searched on the Python path (a small search: the compiled kernel starts past 20,000 states)"
 
 
+def _on_python(inst: Instance, options: ExploreOptions, progress: ProgressFn | None, why: str) -> CheckResult:
+    """The search on the Python path because the kernel cannot run it; a usage error if ``--kernel compiled`` asked."""
+    if options.kernel == "compiled":
+        raise OwnershipError(Code.BAD_OPTION, f"--kernel compiled: {why}; use --kernel python")
+    from dataclasses import replace
+
+    from ownership.engines.explore import explore
+
+    result = explore(inst, replace(options, kernel="python"), progress)
+    return replace(result, notes=(*result.notes, f"searched on the Python path ({why})"))
+
+
 def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, ...], notes: list[str],
                      progress: ProgressFn | None, elapsed: float = 0.0) -> CheckResult:
     """The explorer's result for a search on the compiled kernel (Python path if a value does not pack)."""
@@ -100,16 +112,7 @@ def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, 
     try:
         from ownership.kernel.driver import KernelLimits, search
     except (ImportError, OSError, MemoryError) as exc:  # numba/LLVM cannot load, e.g. under a low ulimit -v
-        if options.kernel == "compiled":
-            raise OwnershipError(Code.BAD_OPTION, f"--kernel compiled: the kernel cannot load ({type(exc).__name__}); "
-                                 "use --kernel python") from None
-        from dataclasses import replace
-
-        from ownership.engines.explore import explore
-
-        result = explore(inst, replace(options, kernel="python"), progress)
-        why = f"the compiled kernel cannot load: {type(exc).__name__}"
-        return replace(result, notes=(*result.notes, f"searched on the Python path ({why})"))
+        return _on_python(inst, options, progress, f"the compiled kernel cannot load: {type(exc).__name__}")
     limits = KernelLimits(max_depth=options.max_depth, max_states=options.max_states,
                           max_seconds=None if options.max_seconds is None else max(0.0, options.max_seconds - elapsed),
                           progress_every=options.progress_every, fingerprints=options.storage == "fingerprint",
@@ -117,15 +120,7 @@ def explore_compiled(inst: Instance, options: ExploreOptions, names: tuple[str, 
     try:
         run = search(inst, names, options.deadlock, limits, progress)
     except Unrepresentable as exc:
-        if options.kernel == "compiled":
-            raise OwnershipError(Code.BAD_OPTION, f"--kernel compiled: a value does not pack ({exc}); "
-                                 "use --kernel python") from None
-        from dataclasses import replace
-
-        from ownership.engines.explore import explore
-
-        result = explore(inst, replace(options, kernel="python"), progress)
-        return replace(result, notes=(*result.notes, f"searched on the Python path (a value does not pack: {exc})"))
+        return _on_python(inst, options, progress, f"a value does not pack: {exc}")
     tally = ActionTally(inst)
     tally.fired = run.fired
     tally.enabled = run.enabled
