@@ -30,6 +30,7 @@ from ownership.testing.conformance import (
     ConformanceMachine,
     ConformanceRun,
     Disagreement,
+    FlaggedStep,
     conformance_machine,
     step_table,
 )
@@ -93,13 +94,14 @@ def run_mbt(
     if failure is None:
         return CheckResult(verdict=Verdict.BOUNDED_OK, stop_reason=StopReason.EXAMPLES_DONE, stats=stats, notes=tuple(notes), **common)
     last: ConformanceMachine = log.last
-    trace = build_trace(inst, last.path, engine="mbt", violation=None)
     if isinstance(failure, Disagreement):
         headline, table = failure.headline, failure.report
         violated = "conformance"
     else:
         assert isinstance(failure, InvariantViolation)
         headline, table, violated = str(failure), step_table(last.rows), failure.invariant
+    # A flagged step ends its trace in the violation it flags (replay checks that it does).
+    trace = build_trace(inst, last.path, engine="mbt", violation=violated if isinstance(failure, FlaggedStep) else None)
     steps = [
         ln for ln in getattr(failure, "__notes__", ()) if ln.startswith("state") and not ln.startswith("state.spec_invariant_")
     ]
@@ -116,7 +118,10 @@ def run_mbt(
 
 
 def assert_conforms(adapter_cls: type[Adapter], **kwargs: Any) -> CheckResult:
-    """Run :func:`run_mbt` (keyword arguments: :class:`MBTOptions` fields, ``spec``, ``params``); fail on disagreement."""
+    """Run :func:`run_mbt` (keyword arguments: :class:`MBTOptions` fields, ``spec``, ``params``).
+
+    Fails on a disagreement, a violated spec invariant, or a step the spec flags as a violation.
+    """
     spec = kwargs.pop("spec", None)
     params = kwargs.pop("params", None)
     result = run_mbt(adapter_cls, MBTOptions(**kwargs), spec=spec, params=params)
