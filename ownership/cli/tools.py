@@ -194,7 +194,7 @@ def graph(
     """Export the reachable state graph (networkx) for other tools."""
     params = parse_params(param)
     g = session.export_graph(spec_path, out, params, max_states=max_states, symmetry=symmetry, max_domain=max_domain)
-    typer.echo(f"wrote {g.out}: {g.states:,} states, {g.transitions:,} transitions, {g.violating:,} violating states")
+    typer.echo(g.summary())
 
 
 def mutate(
