@@ -60,7 +60,45 @@ class Outcome:
 
     @property
     def exit_code(self) -> ExitCode:
-        return self.result.exit_code
+        """The status of the whole check (every engine of ``all``); see :meth:`exit_code_allowing`."""
+        return self.exit_code_allowing(False)
+
+    def exit_code_allowing(self, allow_vacuous: bool) -> ExitCode:
+        """The status of every engine's result together, not the reference's alone.
+
+        A violation found by any engine is 1, whatever the reference says (a
+        run the reference could not compare, such as an inconclusive one,
+        must not hide it); otherwise an inconclusive engine makes a passing
+        reference 3.  Otherwise the reference's own status stands, vacuity
+        included (``allow_vacuous``).  Engines that contradict each other
+        never get here: :func:`check` raises OWN040.
+        """
+        own = self.result.exit_code_allowing(allow_vacuous)
+        if any(r.verdict is Verdict.VIOLATED for r in self.results):
+            return ExitCode.VIOLATION
+        if own is ExitCode.OK and any(r.verdict is Verdict.UNKNOWN for r in self.results[1:]):
+            return ExitCode.INCONCLUSIVE
+        return own
+
+    def overruled(self, allow_vacuous: bool = False) -> tuple[str, ...]:
+        """Why the exit status is not the reference's: the other engines' results that decide it."""
+        own = self.result.exit_code_allowing(allow_vacuous)
+        status = self.exit_code_allowing(allow_vacuous)
+        if status is own:
+            return ()
+        if status is ExitCode.VIOLATION:
+            why = [f"{r.engine} finds {r.violated} violated" for r in self.results[1:] if r.verdict is Verdict.VIOLATED]
+        else:
+            why = [f"{r.engine} is inconclusive ({r.stop_reason.value})" for r in self.results[1:]
+                   if r.verdict is Verdict.UNKNOWN]
+        return (f"exit {int(status)}, not {self.result.engine}'s {int(own)}: {'; '.join(why)}",)
+
+    @property
+    def shown(self) -> CheckResult:
+        """The result whose counterexample is written: the reference's, else the first other engine's violation."""
+        if self.result.trace is not None:
+            return self.result
+        return next((r for r in self.results[1:] if r.verdict is Verdict.VIOLATED and r.trace is not None), self.result)
 
     def reproduce_at(self, spec_path: str) -> str:
         """The command that reruns this check, naming the spec as ``spec_path`` (a test's relative path)."""
@@ -171,14 +209,17 @@ def _finish(spec: Spec, path: Path, settings: Settings, params: dict[str, int], 
     result = results[0]
     relations = tuple((other, *relate(result, other)) for other in results[1:])
     reproduce = reproduce_line(str(path), spec, params, settings, results)
-    explanation = explain(spec, result, settings) if outputs and settings.explain and result.trace is not None else ()
+    # The reference's trace, else another engine's violation (one the reference could not
+    # compare): a run that exits 1 always leaves the counterexample that made it.
+    shown = Outcome(spec, path, settings, params, results).shown
+    explanation = explain(spec, shown, settings) if outputs and settings.explain and shown.trace is not None else ()
     trace_dir: Path | None = None
     files: tuple[Path, ...] = ()
     error = None
-    if result.trace is not None and out_dir is not None:
+    if shown.trace is not None and out_dir is not None:
         # A counterexample to induction is not a trace from the initial state: it goes beside, in cti/.
-        trace_dir = out_dir / "cti" if result.trace.kind is TraceKind.CTI else out_dir
-        files, error = write_trace(result.trace, trace_dir, settings.formats if settings.render else ())
+        trace_dir = out_dir / "cti" if shown.trace.kind is TraceKind.CTI else out_dir
+        files, error = write_trace(shown.trace, trace_dir, settings.formats if settings.render else ())
     return Outcome(spec, path, settings, params, results, relations,
                    judge(spec.expect, result) if spec.expect is not None else None,
                    explanation, trace_dir, files, error, reproduce)
