@@ -16,13 +16,18 @@ import networkx as nx
 import pytest
 from typer.testing import CliRunner
 
+import ownership.engines.explore  # noqa: F401 - one copy for the session: the inner pytest run drops what it imports
 from ownership.cli import app
 from ownership.core.result import CoverageKind, StopReason, Verdict
 from ownership.engines.graph import state_graph
+from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 from ownership.session import Settings
-from ownership.testing import Adapter, MBTOptions, run_mbt
+from ownership.testing import Adapter, MBTOptions, assert_conforms, run_mbt
+from ownership.testing.assertions import assert_safe, run_check
+
+pytest_plugins = ["pytester"]
 
 TRUST = Path(__file__).resolve().parent / "trust"
 FLAGGED = TRUST / "left_flagged_release.py"
@@ -163,3 +168,78 @@ def test_engine_all_exits_1_when_another_engine_finds_a_violation(monkeypatch: p
     assert f"exit 1, not explore's 3: bmc finds {INVARIANT} violated" in res.output, res.output
     assert (tmp_path / "trace.json").exists()  # the counterexample that decides the status is written
 
+
+
+# -- the Python API: the command line's guards, and knobs its messages name ---------------------
+
+WIDE = TRUST / "left_wide_pool.py"
+SLOW = TRUST / "left_slow_counter.py"
+
+
+def test_run_check_refuses_a_huge_instance_naming_its_keyword() -> None:
+    with pytest.raises(OwnershipError) as err:
+        run_check(WIDE, params={"pages": 100})
+    assert err.value.code is Code.INSTANCE_TOO_LARGE
+    assert "more than max_domain 64" in err.value.message and "raise max_domain if you mean it" in err.value.message
+    assert "--max-domain" not in err.value.message  # not a flag of the Python API
+    assert run_check(WIDE, params={"pages": 70}, max_domain=70).verdict is Verdict.PROVED
+
+
+def test_assertions_take_the_guards_as_keywords() -> None:
+    with pytest.raises(OwnershipError) as err:
+        assert_safe(WIDE, pages=70)
+    assert "raise max_domain" in err.value.message
+    assert_safe(WIDE, max_domain=70, pages=70)
+    with pytest.raises(AssertionError) as failed:
+        assert_safe(SLOW, max_seconds=0.5)
+    assert "UNKNOWN" in str(failed.value) and "raise max_seconds to let it finish" in str(failed.value)
+
+
+class WidePoolAdapter(Adapter):
+    """A set of taken pages, in lock step with ``left_wide_pool``."""
+
+    spec = str(WIDE)
+    taken: set[int]
+
+    def setup(self) -> None:
+        self.taken = set()
+
+    def take(self, p: int) -> None:
+        self.taken.add(p)
+
+    def give_back(self, p: int) -> None:
+        self.taken.discard(p)
+
+    def observe(self) -> dict[str, Any]:
+        return {"taken": sorted(self.taken)}
+
+    def expected(self, s: Any) -> dict[str, Any]:
+        return {"taken": [p for p in range(s.params.pages) if s.taken[p]]}
+
+
+def test_mbt_refuses_a_huge_instance_and_stops_at_its_time_limit() -> None:
+    with pytest.raises(OwnershipError) as err:
+        run_mbt(WidePoolAdapter, MBTOptions(max_examples=5, steps=5, seed=0), params={"pages": 100})
+    assert err.value.code is Code.INSTANCE_TOO_LARGE and "raise max_domain" in err.value.message
+    r = run_mbt(WidePoolAdapter, MBTOptions(max_examples=100_000, steps=50, seed=0, max_seconds=0.5))
+    assert r.verdict is Verdict.UNKNOWN and r.stop_reason is StopReason.TIME_LIMIT
+    assert any("raise max_seconds" in n for n in r.notes), r.notes
+    with pytest.raises(AssertionError, match="no verdict"):
+        assert_conforms(WidePoolAdapter, max_examples=100_000, steps=50, seed=0, max_seconds=0.5)
+
+
+def _inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str) -> pytest.RunResult:
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return pytester.runpytest("-p", "ownership.testing.pytest_plugin", "-p", "no:cacheprovider",
+                              "-W", "ignore::pytest.PytestAssertRewriteWarning", *args)
+
+
+def test_the_pytest_plugin_refuses_a_huge_spec_and_names_its_ini_option(pytester: pytest.Pytester,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    text = WIDE.read_text().replace('spec.param("pages", 2, min=1)', 'spec.param("pages", 70, min=1)')
+    pytester.path.joinpath("wide.py").write_text(text)
+    res = _inner(pytester, monkeypatch, "--ownership", "wide.py")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*OWN017*more than ownership_max_domain 64*raise ownership_max_domain*"])
+    pytester.makeini("[pytest]\nownership_max_domain = 70\n")
+    _inner(pytester, monkeypatch, "--ownership", "wide.py").assert_outcomes(passed=1)

@@ -29,6 +29,31 @@ from ownership.session.settings import Settings
 
 
 @dataclass(frozen=True)
+class Limits:
+    """How a front end names the limits that guard a check, for the messages that tell the user to raise one.
+
+    The guards themselves are the same for every front end (the instance-size
+    check, OWN017, and the wall-clock limit, both in :func:`check`); only the
+    name of the knob that raises each differs.
+    """
+
+    max_domain: str = "--max-domain"
+    max_seconds: str = "--max-seconds"
+
+
+COMMAND_LINE = Limits()
+"""The command line's flags."""
+PYTHON_API = Limits(max_domain="max_domain", max_seconds="max_seconds")
+"""``ownership.testing``'s keyword arguments."""
+
+
+def check_size(spec: Spec, params: Mapping[str, int], max_domain: int, limits: Limits = COMMAND_LINE) -> None:
+    """OWN017 for an instance too large to build (a domain of more than ``max_domain`` elements), naming ``limits``' knob."""
+    inputs.check_count(limits.max_domain, max_domain, 1)
+    inputs.check_instance_size(spec, params, max_domain, limits.max_domain)
+
+
+@dataclass(frozen=True)
 class Outcome:
     """Everything one check of one spec produced."""
 
@@ -125,6 +150,7 @@ def check(
     outputs: bool = True,
     progress: ProgressFn | None = None,
     warn: Callable[[str], None] | None = None,
+    limits: Limits = COMMAND_LINE,
 ) -> Outcome:
     """Check one spec (``spec``, else the one ``path`` defines) as ``settings`` say.
 
@@ -132,14 +158,17 @@ def check(
     folder, which is checked before any engine runs) and the ``--explain``
     diagnosis; without it only ``settings.out``, when given, is written.
     ``warn`` gets the warnings about a large instance.  Engines that
-    disagree raise OWN040.
+    disagree raise OWN040.  ``limits`` names the front end's knobs in the
+    messages of the guards every front end shares: the instance-size check
+    (OWN017) and the wall-clock limit ``settings.max_seconds``.
     """
     from ownership.lang.instance import Instance
 
     started = time.monotonic()
     the_spec = spec if spec is not None else load(_given(path))
     spec_path = path if path is not None else Path(the_spec.file or the_spec.name)
-    inputs.check_instance_size(the_spec, settings.params, settings.max_domain)
+    check_size(the_spec, settings.params, settings.max_domain, limits)
+    inputs.check_seconds(limits.max_seconds, settings.max_seconds)
     plan = registry.resolve(settings)  # every option refused before any engine runs
     try:
         # --max-seconds is wall-clock for the whole check of this spec: building the
