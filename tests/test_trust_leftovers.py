@@ -8,6 +8,7 @@ check the command line has (or a way to raise it that its error names).
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -163,10 +164,13 @@ def test_engine_all_exits_1_when_another_engine_finds_a_violation(monkeypatch: p
     # explore stops at its state limit: it cannot compare, so only the exit status can tell.
     _engines_say(monkeypatch, hypothesis=_sampled_pass, bmc=lambda r: replace(r, engine="bmc"),
                  explore=lambda r: replace(_safe(r), verdict=Verdict.UNKNOWN, stop_reason=StopReason.STATE_LIMIT))
-    res = CliRunner().invoke(app, ["check", str(FLAGGED), "--engine", "all", "--no-render", "--out", str(tmp_path)])
+    res = CliRunner().invoke(app, ["check", str(FLAGGED), "--engine", "all", "--no-render", "--out", str(tmp_path),
+                                   "--json", str(tmp_path / "r.json")])
     assert res.exit_code == 1, res.output
     assert f"exit 1, not explore's 3: bmc finds {INVARIANT} violated" in res.output, res.output
     assert (tmp_path / "trace.json").exists()  # the counterexample that decides the status is written
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert "VIOLATED" in json.dumps(report) and "bmc" in json.dumps(report), report
 
 
 

@@ -140,7 +140,8 @@ def _record(record: list[Any] | None, outcome: Outcome, allow_vacuous: bool) -> 
     if record is not None:
         from ownership.render.ci.records import spec_run
 
-        record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files,
+        # The violation that set the exit status (another engine's, under `all`, when the reference has none).
+        record.append(spec_run(outcome.spec, outcome.path, outcome.shown, files=outcome.files,
                                allow_vacuous=allow_vacuous))
 
 

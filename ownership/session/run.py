@@ -121,9 +121,7 @@ class Outcome:
     @property
     def shown(self) -> CheckResult:
         """The result whose counterexample is written: the reference's, else the first other engine's violation."""
-        if self.result.trace is not None:
-            return self.result
-        return next((r for r in self.results[1:] if r.verdict is Verdict.VIOLATED and r.trace is not None), self.result)
+        return shown_result(self.results)
 
     def reproduce_at(self, spec_path: str) -> str:
         """The command that reruns this check, naming the spec as ``spec_path`` (a test's relative path)."""
@@ -133,6 +131,17 @@ class Outcome:
     def stopped_in_setup(self) -> bool:
         """The limit or a signal stopped the check while the instance was being built."""
         return self.reproduce is None
+
+
+def shown_result(results: Sequence[CheckResult]) -> CheckResult:
+    """The reference's result when it has a trace, else the first other violation with one, else the reference's.
+
+    A run that exits 1 because another engine of ``all`` found a violation the
+    reference could not compare must still leave that counterexample.
+    """
+    if results[0].trace is not None:
+        return results[0]
+    return next((r for r in results[1:] if r.verdict is Verdict.VIOLATED and r.trace is not None), results[0])
 
 
 def load(path: Path) -> Spec:
@@ -238,9 +247,7 @@ def _finish(spec: Spec, path: Path, settings: Settings, params: dict[str, int], 
     result = results[0]
     relations = tuple((other, *relate(result, other)) for other in results[1:])
     reproduce = reproduce_line(str(path), spec, params, settings, results)
-    # The reference's trace, else another engine's violation (one the reference could not
-    # compare): a run that exits 1 always leaves the counterexample that made it.
-    shown = Outcome(spec, path, settings, params, results).shown
+    shown = shown_result(results)
     explanation = explain(spec, shown, settings) if outputs and settings.explain and shown.trace is not None else ()
     trace_dir: Path | None = None
     files: tuple[Path, ...] = ()
