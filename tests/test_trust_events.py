@@ -165,3 +165,25 @@ def test_bmc_does_not_reorder_a_step_whose_flag_reads_another_steps_write() -> N
     result = bmc(trust("events_flag_reordered"), BmcOptions(max_depth=4, prefix_states=0))
     assert result.verdict is Verdict.VIOLATED and result.violated == "no_late_check"
     assert result.trace is not None and [s.action for s in result.trace.steps] == ["set_x", "check"]
+
+
+@pytest.mark.parametrize(("goal", "value"), [("minimize", 1), ("maximize", 4)])
+def test_bmc_minimize_and_maximize_count_a_flagged_step_back_to_an_earlier_state(goal: str, value: int) -> None:
+    options = BmcOptions(max_depth=6, free=("depth",), minimize="depth" if goal == "minimize" else None,
+                         maximize="depth" if goal == "maximize" else None)
+    result = bmc(trust("events_flag_back_edge"), options)
+    assert result.verdict is Verdict.VIOLATED and result.violated == "no_rewind"
+    assert result.extremum == ("depth", value)
+    assert result.trace is not None and len(result.trace.steps) == value
+
+
+def test_the_parametric_explorer_refuses_a_flag_raised_by_an_invariants_helper() -> None:
+    from ownership.engines.paramexplore.engine import ParamOptions, explore_params
+
+    name = "events_flag_in_helper_free"
+    with pytest.raises(OwnershipError) as err:
+        explore_params(trust(name), ParamOptions(free=("limit",)))
+    assert err.value.code is Code.SPEC_INVARIANT_STEP
+    assert "invariant small" in err.value.message
+    assert err.value.line == line_of(name, "@spec.invariant")
+
