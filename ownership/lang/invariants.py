@@ -14,7 +14,7 @@ import ast
 import inspect
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ownership.errors import Code, OwnershipError
@@ -98,11 +98,12 @@ def step_member_error(inv: Invariant | None, what: str, file: str | None, line: 
     )
 
 
-def check_invariant_code(inv: Invariant) -> None:
+def check_invariant_code(inv: Invariant, variables: Collection[str] = ()) -> None:
     """OWN064 at the line where ``inv``'s own code uses ``s.flag``, ``s.emit`` or ``s.events`` (read, not run).
 
     Only the invariant's body, where its first parameter is the view; a
-    helper it calls is caught when it runs (see :func:`judged`).
+    helper it calls is caught when it runs (see :func:`judged`).  A state
+    variable of one of those names (``variables``) is state, and may be read.
     """
     fn = inv.fn
     try:
@@ -115,7 +116,7 @@ def check_invariant_code(inv: Invariant) -> None:
         return
     view = node.args.args[0].arg
     found = [n for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr in STEP_MEMBERS
-             and isinstance(n.value, ast.Name) and n.value.id == view]
+             and n.attr not in variables and isinstance(n.value, ast.Name) and n.value.id == view]
     if found:
         first = min(found, key=lambda n: (n.lineno, n.col_offset))
         file = inspect.getsourcefile(fn) or inv.file
@@ -164,7 +165,7 @@ def select_invariants(inst: Instance, names: Sequence[str] | None) -> tuple[Inva
     """
     spec = inst.spec
     for inv in spec.invariants.values():
-        check_invariant_code(inv)
+        check_invariant_code(inv, spec.vars)
     if names is None:
         return tuple(spec.invariants.values())
     for name in names:

@@ -113,7 +113,7 @@ class SymbolicSpec:
                 self.actions.append(ActionPaths(act.name, tuple(args), [p for p in paths if p.enabled], overflows))
         self.invariants = {}
         for inv in spec.invariants.values():
-            check_invariant_code(inv)  # OWN064: s.flag, s.emit or s.events in the invariant's own code
+            check_invariant_code(inv, spec.vars)  # OWN064: s.flag, s.emit or s.events in the invariant's own code
             self.invariants[inv.name] = self._paths(_bind(self.merged(inv.fn), self.view, []), f"invariant {inv.name}", inv.file)
             for p in self.invariants[inv.name]:
                 if p.flags:
