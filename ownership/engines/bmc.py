@@ -227,8 +227,9 @@ def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcO
     k_max = options.max_depth
     for k in range(k_max):
         opt.add(*un.transition(k))
-    # Stutter steps (selector -1) pad shorter violations, so one query covers every depth.
-    opt.add(z3.Or(*[z3.Not(un.invariant(n, k_max)) for n in names]))
+    # Stutter steps (selector -1) pad shorter violations, so one query covers every depth: a state's
+    # violation lasts to the end; a step's flag is asked of every step (the steps after it may undo nothing).
+    opt.add(z3.Or(*[z3.Not(un.invariant(n, k_max)) for n in names], *[un.event_step(names, k) for k in range(1, k_max + 1)]))
     term = sym.param_terms[target]
     handle = opt.minimize(term) if options.minimize else opt.maximize(term)
     answer = opt.check()
@@ -246,8 +247,10 @@ def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcO
     model = opt.model()
     value = int_of(model.eval(term, model_completion=True))
     del handle
-    bad = first_failing(un, model, names, k_max)
-    trace, _ = extract(un, model, k_max, instance_factory(inst), "bmc", bad)
+    # The trace ends at the first violation (a flagged step may be followed by others).
+    end = next(k for k in range(k_max + 1) if z3.is_true(model.eval(un.violation(names, k), model_completion=True)))
+    bad = first_failing(un, model, names, end)
+    trace, _ = extract(un, model, end, instance_factory(inst), "bmc", bad)
     word = "smallest" if options.minimize else "largest"
     return CheckResult(inst.spec.name, "bmc", Verdict.VIOLATED, StopReason.VIOLATION,
                        Stats(0, 0, len(trace), time.perf_counter() - start), shown, tuple(names), violated=bad,

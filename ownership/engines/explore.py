@@ -23,7 +23,7 @@ from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visito
 from ownership.engines.symcheck import check_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance, State
-from ownership.lang.invariants import invariant_value, select_invariants
+from ownership.lang.invariants import invariant_value, judged, select_invariants
 from ownership.lang.successors import ActionInstance, Successor
 from ownership.lang.symbolic_rules import symbolic_obstacles
 
@@ -137,7 +137,7 @@ def _invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
             inst.check_unchanged(st)
         return None
 
-    return first_violation
+    return judged(view, first_violation)  # the view refuses s.flag/s.emit/s.events in invariants (OWN064)
 
 
 def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
