@@ -23,6 +23,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Stop, Visitor
@@ -30,7 +31,10 @@ from ownership.errors import Code, OwnershipError
 from ownership.lang.declarations import Domain
 from ownership.lang.instance import Instance, State
 from ownership.lang.permutation import Permutation
-from ownership.lang.successors import ActionInstance
+from ownership.lang.successors import ActionInstance, Successor
+
+if TYPE_CHECKING:
+    from ownership.symbolic.equivariance import Equivariance
 
 DEFAULT_SAMPLE = 80
 """States sampled by default: enough to reach past the first allocations, cheap next to a search."""
@@ -257,12 +261,129 @@ def _check_perm(inst: Instance, check: _Perm, st: State, base: list[list[State] 
     return work
 
 
-def precheck(inst: Instance, reduce: bool) -> str | None:
-    """Before a symbolic engine: run the spec concretely on a sample, and check symmetry if it is reduced.
+def generators(inst: Instance, domains: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """Per domain, a transposition and an n-cycle (one permutation for two elements): they generate its group."""
+    out: list[tuple[str, list[int]]] = []
+    for d in domains:
+        n = inst.sizes[d]
+        if n >= 2:
+            out.append((d, [1, 0, *range(2, n)]))
+        if n > 2:
+            out.append((d, [*range(1, n), 0]))
+    return out
 
-    The Z3 view does not wrap elements, so without this a spec that explore
-    refuses (OWN060/OWN061) could get BOUNDED_OK or PROVED from bmc/prove.
-    Returns the note to report, or ``None`` when no symmetric domain is reduced.
+
+def _generator_words(gens: Sequence[tuple[str, Sequence[int]]]) -> str:
+    return "a transposition and a cycle of each domain" if any(len(p) > 2 for _, p in gens) else "the swap of the two elements"
+
+
+class EveryState:
+    """A reduced search's expansion, with the symmetry promise checked on every state it expands.
+
+    Each generator ``g`` of each reduced domain is applied to the state the
+    search expands (the stored representative of its orbit): every checked
+    invariant must hold at ``g(s)`` as it does at ``s``, and for every action
+    instance ``a`` the orbits (canonical keys) of the successors of ``g(a)``
+    at ``g(s)`` must be those of ``a`` at ``s``, with the same events marked
+    as violating.  That is what the reduced search relies on at the states it
+    expands; it does not apply every renaming to every member of an orbit.
+    A mismatch is OWN061 located at the action or invariant, named by the
+    exact comparison of :func:`check_symmetry`.
     """
-    checked = check_symmetry(inst, None if reduce else [])
-    return checked.describe() if checked.domains else None
+
+    def __init__(self, inst: Instance, key: Callable[[State], object], domains: Sequence[str],
+                 invariants: Sequence[str], first_violation: Callable[[State], str | None],
+                 expand: Callable[[State], Sequence[tuple[ActionInstance, Successor]]]) -> None:
+        self.inst = inst
+        self.key = key
+        self.domains = tuple(domains)
+        self.invariants = list(invariants)
+        self.first_violation = first_violation
+        self.inner = expand
+        self.gens = generators(inst, self.domains)
+        self.perms = [_Perm(inst, [(d, p)]) for d, p in self.gens]
+        # Generators that rename no action argument leave every action instance in place.
+        self.moves_actions = [any(m is not ai for m, ai in zip(g.mapped, inst.action_instances, strict=True))
+                              for g in self.perms]
+        self.states = 0
+
+    def __call__(self, st: State) -> Sequence[tuple[ActionInstance, Successor]]:
+        succs = self.inner(st)
+        self.states += 1
+        mine: dict[int, set[tuple[object, frozenset[str]]]] | None = None
+        for g, moves in zip(self.perms, self.moves_actions, strict=True):
+            pst = g(st)
+            if pst == st:
+                if not moves:
+                    continue
+                theirs_succs = succs
+            else:
+                bad = self.first_violation(pst)
+                if bad is not None:
+                    self._explain(g, st)
+                theirs_succs = self.inner(pst)
+            if mine is None:
+                mine = self._orbits(succs)
+            theirs = self._orbits(theirs_succs)
+            for ai in self.inst.action_instances:
+                if mine.get(ai.index, set()) != theirs.get(g.mapped[ai.index].index, set()):
+                    self._explain(g, st)
+        return succs
+
+    def _orbits(self, succs: Sequence[tuple[ActionInstance, Successor]]) -> dict[int, set[tuple[object, frozenset[str]]]]:
+        out: dict[int, set[tuple[object, frozenset[str]]]] = {}
+        key = self.key
+        for ai, sc in succs:
+            out.setdefault(ai.index, set()).add((key(sc.state), frozenset(sc.violations or ())))
+        return out
+
+    def _explain(self, g: _Perm, st: State) -> None:
+        """Raise OWN061 for a mismatch at ``st`` under ``g``, located by the exact comparison."""
+        inst = self.inst
+        with inst.mode(choice_reduction=()):
+            base: list[list[State] | None] = []
+            for ai in inst.action_instances:
+                got = inst.successors_capped(st, ai, MAX_OUTCOMES)
+                base.append(None if got is None else [sc.state for sc in got])
+            _check_perm(inst, g, st, base, self.invariants)
+        raise OwnershipError(
+            Code.SYMMETRY_MISMATCH,
+            f"the spec depends on which element of symmetric domain {g.dom} is which: a reachable state and its "
+            f"image under the renaming {g.shown} of {g.dom} have different successors (up to symmetry), or mark "
+            f"different events as violating; {_fix(g.dom)}",
+            inst.spec.file, inst.spec.line)
+
+    def describe(self) -> str:
+        """The note a result carries: what was checked, honestly."""
+        return (f"symmetry of {', '.join(self.domains)} checked on every one of {self.states:,} expanded states "
+                f"({_generator_words(self.gens)}, applied to each state the search expanded; other members of "
+                "its orbit are not expanded)")
+
+
+def prove_symmetry(inst: Instance, domains: Sequence[str], invariants: Sequence[str] | None = None,
+                   seconds: float | None = None) -> Equivariance:
+    """The Z3 proof (:mod:`ownership.symbolic.equivariance`) that ``domains`` are symmetric in ``inst``."""
+    from ownership.symbolic.equivariance import DEFAULT_SECONDS, prove_equivariance
+
+    return prove_equivariance(inst, generators(inst, domains), invariants,
+                              seconds=DEFAULT_SECONDS if seconds is None else seconds)
+
+
+def precheck(inst: Instance, reduce: bool) -> tuple[str | None, bool]:
+    """Before a symbolic engine: run the spec concretely on a sample, and decide whether symmetry may be broken.
+
+    The Z3 view does not wrap elements, so the sample is what surfaces
+    OWN060 (and OWN061 where a sampled reachable state breaks the promise)
+    for bmc and prove.  With ``reduce``, symmetry is broken only if Z3 proves
+    it holds for every state (:func:`prove_symmetry`, every symmetric domain:
+    bmc breaks the symmetry of argument domains too); otherwise the engine
+    runs without symmetry breaking.  Returns the note and whether to reduce.
+    """
+    doms = symmetric_domains(inst) if reduce else []
+    check_symmetry(inst, doms)
+    if not doms:
+        return None, False
+    proof = prove_symmetry(inst, doms)
+    if proof.proved:
+        return proof.describe(), True
+    return f"{proof.describe()}: searched without symmetry breaking", False
