@@ -158,6 +158,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     if search.reduced:
         # The reduction is sound only if the spec really is symmetric: every state the search
         # expands is checked under generators of each reduced domain (OWN061 on a mismatch).
+        assert search.key is not None  # a reduced search has a canonical form
         every = EveryState(inst, search.key, (*plan.permuted, *plan.sorted), names,
                            _invariant_checker(inst, names), search.expand)
         search.expand = every

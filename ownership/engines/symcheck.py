@@ -45,6 +45,10 @@ MAX_OUTCOMES = 400
 BUDGET = 60_000
 """Action runs in all, after which the check stops and reports how many states it covered."""
 
+PROOF_AFTER = 20_000
+"""Expanded states after which a reduced search asks Z3 to prove the symmetry once (below it the per-state
+check costs less than a proof; past it, a proof that holds ends the per-state checking)."""
+
 
 @dataclass(frozen=True)
 class SymmetryCheck:
@@ -289,11 +293,17 @@ class EveryState:
     expands; it does not apply every renaming to every member of an orbit.
     A mismatch is OWN061 located at the action or invariant, named by the
     exact comparison of :func:`check_symmetry`.
+
+    After :data:`PROOF_AFTER` states (a search large enough for the check to
+    cost more than a proof) Z3 is asked once, with ``proof_seconds``, to prove
+    the symmetry for every state (:func:`prove_symmetry`); if it does, the
+    per-state checking stops.
     """
 
     def __init__(self, inst: Instance, key: Callable[[State], object], domains: Sequence[str],
                  invariants: Sequence[str], first_violation: Callable[[State], str | None],
-                 expand: Callable[[State], Sequence[tuple[ActionInstance, Successor]]]) -> None:
+                 expand: Callable[[State], Sequence[tuple[ActionInstance, Successor]]],
+                 proof_after: int | None = PROOF_AFTER, proof_seconds: float | None = None) -> None:
         self.inst = inst
         self.key = key
         self.domains = tuple(domains)
@@ -306,10 +316,19 @@ class EveryState:
         self.moves_actions = [any(m is not ai for m, ai in zip(g.mapped, inst.action_instances, strict=True))
                               for g in self.perms]
         self.states = 0
+        self.proof_after = proof_after
+        self.proof_seconds = proof_seconds
+        self.proof: Equivariance | None = None
+        self.checking = True
 
     def __call__(self, st: State) -> Sequence[tuple[ActionInstance, Successor]]:
         succs = self.inner(st)
+        if not self.checking:
+            return succs
         self.states += 1
+        if self.states == self.proof_after:
+            self.proof = prove_symmetry(self.inst, self.domains, self.invariants, self.proof_seconds)
+            self.checking = not self.proof.proved
         mine: dict[int, set[tuple[object, frozenset[str]]]] | None = None
         for g, moves in zip(self.perms, self.moves_actions, strict=True):
             pst = g(st)
@@ -355,21 +374,27 @@ class EveryState:
 
     def describe(self) -> str:
         """The note a result carries: what was checked, honestly."""
+        if self.proof is not None and self.proof.proved:
+            return f"{self.proof.describe()}, after checking the first {self.states - 1:,} expanded states"
+        tried = f"; {self.proof.describe()}" if self.proof is not None else ""
         return (f"symmetry of {', '.join(self.domains)} checked on every one of {self.states:,} expanded states "
                 f"({_generator_words(self.gens)}, applied to each state the search expanded; other members of "
-                "its orbit are not expanded)")
+                f"its orbit are not expanded){tried}")
 
 
 def prove_symmetry(inst: Instance, domains: Sequence[str], invariants: Sequence[str] | None = None,
-                   seconds: float | None = None) -> Equivariance:
-    """The Z3 proof (:mod:`ownership.symbolic.equivariance`) that ``domains`` are symmetric in ``inst``."""
+                   seconds: float | None = None, free: Sequence[str] = ()) -> Equivariance:
+    """The Z3 proof (:mod:`ownership.symbolic.equivariance`) that ``domains`` are symmetric in ``inst``.
+
+    ``free`` parameters stay symbolic: the proof then holds for all their values.
+    """
     from ownership.symbolic.equivariance import DEFAULT_SECONDS, prove_equivariance
 
     return prove_equivariance(inst, generators(inst, domains), invariants,
-                              seconds=DEFAULT_SECONDS if seconds is None else seconds)
+                              seconds=DEFAULT_SECONDS if seconds is None else seconds, free=free)
 
 
-def precheck(inst: Instance, reduce: bool) -> tuple[str | None, bool]:
+def precheck(inst: Instance, reduce: bool, free: Sequence[str] = ()) -> tuple[str | None, bool]:
     """Before a symbolic engine: run the spec concretely on a sample, and decide whether symmetry may be broken.
 
     The Z3 view does not wrap elements, so the sample is what surfaces
@@ -377,13 +402,14 @@ def precheck(inst: Instance, reduce: bool) -> tuple[str | None, bool]:
     for bmc and prove.  With ``reduce``, symmetry is broken only if Z3 proves
     it holds for every state (:func:`prove_symmetry`, every symmetric domain:
     bmc breaks the symmetry of argument domains too); otherwise the engine
-    runs without symmetry breaking.  Returns the note and whether to reduce.
+    runs without symmetry breaking.  ``free`` parameters stay symbolic in
+    the proof.  Returns the note and whether to reduce.
     """
     doms = symmetric_domains(inst) if reduce else []
     check_symmetry(inst, doms)
     if not doms:
         return None, False
-    proof = prove_symmetry(inst, doms)
+    proof = prove_symmetry(inst, doms, free=free)
     if proof.proved:
         return proof.describe(), True
     return f"{proof.describe()}: searched without symmetry breaking", False

@@ -24,8 +24,10 @@ relation is mapped onto itself, not just into itself.  The encoding is the
 unreduced one (``SymbolicSpec(symmetry=False)``: its alloc takes
 interchangeable pages in any order).
 
-What the proof covers: states whose integers fit in :data:`~ownership.symbolic.terms.WIDTH`
-bits, on steps that compute no integer outside them.  A counterexample may be
+What the proof covers: states whose integers are below ``2**INT_BITS`` in
+magnitude and satisfy the bookkeeping lemmas proved of every reachable state
+(:func:`~ownership.symbolic.lemmas.proven_lemmas`), on steps that compute no
+integer outside :data:`PROOF_WIDTH` bits.  A counterexample may be
 unreachable, so a failed (or unknown, or timed out) proof never refutes a
 spec: the engines fall back to a weaker check or to no reduction.
 """
@@ -43,11 +45,19 @@ from ownership.lang.fields import strides
 from ownership.lang.instance import Instance
 from ownership.lang.permutation import Permutation, StateShape
 from ownership.symbolic.encoding import ActionPaths, SymbolicSpec
+from ownership.symbolic.lemmas import proven_lemmas
 from ownership.symbolic.paths import Path
 from ownership.symbolic.terms import WIDTH, SymbolicError, WidthError
 from ownership.symbolic.unroll import substitute
 
-DEFAULT_SECONDS = 30.0
+PROOF_WIDTH = 32
+"""Bits of the encoding's integers in the proof (narrower bit-vectors make far smaller SAT problems)."""
+
+INT_BITS = 24
+"""The proof covers states whose integers are below ``2**INT_BITS`` in magnitude (see :func:`_int_bounds`):
+sums of up to 2**7 of them stay inside :data:`PROOF_WIDTH` bits."""
+
+DEFAULT_SECONDS = 10.0
 """Wall-clock cap of one proof (every query shares it); past it the proof is unknown."""
 
 
@@ -108,6 +118,17 @@ def _renamed_value(term: z3.ExprRef, named: bool, is_set: bool, perm: Sequence[i
     return out
 
 
+def _int_bounds(sym: SymbolicSpec) -> list[z3.BoolRef]:
+    """Integer cells below ``2**INT_BITS`` in magnitude.
+
+    Without a bound, sums over a domain computed in index order overflow in
+    one order and not in another at values no search reaches, and the proof
+    would fail on them.
+    """
+    bound = 1 << INT_BITS
+    return [z3.And(sym.cells[i] > -bound, sym.cells[i] < bound) for i in sorted(sym.int_cells)]
+
+
 def _flag(p: Path, name: str) -> z3.BoolRef:
     conds = [c for n, c in p.flags if n == name]
     return z3.Or(*conds) if conds else z3.BoolVal(False)
@@ -125,6 +146,14 @@ def _step(sym: SymbolicSpec, ap: ActionPaths, nxt: Sequence[z3.ExprRef], flags: 
     return z3.Or(*disj) if disj else z3.BoolVal(False)
 
 
+@dataclass(frozen=True)
+class _LemmaOptions:
+    """What lemma mining reads of an engine's options."""
+
+    solver_timeout: float | None
+    where: tuple[str, ...] = ()
+
+
 class _Deadline:
     def __init__(self, seconds: float) -> None:
         self.end = time.perf_counter() + seconds
@@ -139,11 +168,13 @@ class _Deadline:
 
 
 def prove_equivariance(inst: Instance, gens: Sequence[tuple[str, Sequence[int]]],
-                       invariants: Sequence[str] | None = None, *, seconds: float = DEFAULT_SECONDS) -> Equivariance:
+                       invariants: Sequence[str] | None = None, *, seconds: float = DEFAULT_SECONDS,
+                       free: Sequence[str] = ()) -> Equivariance:
     """Try to prove that the renamings ``gens`` (domain, old index -> new index) commute with ``inst``.
 
     ``gens`` should generate the group of each domain (see the module
     docstring); the domains are reported in the order they first appear.
+    ``free`` parameters stay symbolic, so a proof holds for all their values.
 
     Never raises for a spec it cannot encode or a proof it cannot finish:
     the result then says why it is not proved.  Ctrl-C and the time limit
@@ -159,7 +190,7 @@ def prove_equivariance(inst: Instance, gens: Sequence[tuple[str, Sequence[int]]]
         if Permutation.of(inst, {d: perm}).apply(inst.init_state) != inst.init_state:
             return done(f"the initial state is not fixed by the renaming {shown(inst, d, perm)} of {d}")
     try:
-        sym = SymbolicSpec(inst, (), symmetry=False, width=WIDTH)
+        sym = SymbolicSpec(inst, tuple(free), symmetry=False, width=WIDTH if free else PROOF_WIDTH)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - anything the encoding cannot do means "not proved", never a pass
@@ -172,8 +203,12 @@ def prove_equivariance(inst: Instance, gens: Sequence[tuple[str, Sequence[int]]]
     names = list(inst.spec.invariants) if invariants is None else [n for n in invariants if n in inst.spec.invariants]
     deadline = _Deadline(seconds)
     try:
+        # Facts proved of every reachable state (the vocabulary's bookkeeping: a page's slot is
+        # unique, its free count 0 or 1) rule out unreachable states on which an encoding that
+        # walks pages in index order would break ties by index.
+        lemmas = proven_lemmas(sym, _LemmaOptions(max(0.001, deadline.end - time.perf_counter())))
         for d, perm in gens:
-            reason = _check_generator(sym, d, perm, names, deadline)
+            reason = _check_generator(sym, d, perm, names, deadline, lemmas)
             if reason:
                 return done(reason, len(sym.actions))
     except TimeoutError:
@@ -184,13 +219,13 @@ def prove_equivariance(inst: Instance, gens: Sequence[tuple[str, Sequence[int]]]
 
 
 def _check_generator(sym: SymbolicSpec, domain: str, perm: Sequence[int], names: Sequence[str],
-                     deadline: _Deadline) -> str:
+                     deadline: _Deadline, lemmas: Sequence[z3.BoolRef]) -> str:
     """An empty string if ``perm`` of ``domain`` commutes with every action and invariant, else why not."""
     inst = sym.inst
     what = f"under the renaming {shown(inst, domain, perm)} of {domain}"
     px = _renamed_cells(sym, domain, perm)
     to_px = list(zip(sym.cells, px, strict=True))
-    types = sym.type_constraints(sym.cells)
+    types = [*sym.type_constraints(sym.cells), *_int_bounds(sym), *lemmas]
     for name in names:
         inv = sym.invariant_formula(name)
         ovf = [o for p in sym.invariants[name] for o in p.overflows]
