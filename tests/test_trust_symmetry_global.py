@@ -107,3 +107,40 @@ def test_generators_are_a_transposition_and_a_cycle() -> None:
     assert pages[0] == [1, 0, *range(2, n)]
     if n > 2:
         assert pages[1] == [*range(1, n), 0]
+
+
+def test_a_large_reduced_search_asks_z3_once_and_stops_checking() -> None:
+    from ownership.engines.explore import _Checker, _invariant_checker
+    from ownership.engines.search import BreadthFirst
+    from ownership.engines.symevery import EveryState
+
+    inst = inst_of(SPECS / "mooncake_get_outlives_lease_fixed.py")
+    names = tuple(inst.spec.invariants)
+    search = BreadthFirst(inst)
+    assert search.key is not None and search.reduced
+    every = EveryState(inst, search.key, (*search.plan.permuted, *search.plan.sorted), names,
+                       _invariant_checker(inst, names), search.expand, proof_after=3)
+    search.expand = every
+    outcome = search.run(_Checker(inst, search, names, False))
+    assert every.proof is not None and every.proof.proved and every.states == 3
+    assert outcome.expanded > 3
+    assert "proved by Z3 for every state" in every.describe() and "first 3 expanded states" in every.describe()
+
+
+def test_an_unproved_search_keeps_checking_and_says_why() -> None:
+    from ownership.engines.explore import _Checker, _invariant_checker
+    from ownership.engines.search import BreadthFirst
+    from ownership.engines.symevery import EveryState
+
+    path = TRUST / "sym_global_deep_first.py"
+    inst = inst_of(path)
+    names = tuple(inst.spec.invariants)
+    search = BreadthFirst(inst)
+    assert search.key is not None
+    every = EveryState(inst, search.key, ("Req",), names, _invariant_checker(inst, names), search.expand,
+                       proof_after=2)
+    search.expand = every
+    with pytest.raises(OwnershipError) as exc:
+        search.run(_Checker(inst, search, names, False))
+    assert exc.value.code is Code.SYMMETRY_MISMATCH
+    assert every.proof is not None and not every.proof.proved and every.states > 40

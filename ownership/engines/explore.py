@@ -20,7 +20,7 @@ from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import ActionTally, with_coverage
 from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visitor
-from ownership.engines.symcheck import EveryState
+from ownership.engines.symevery import EveryState
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance, State
 from ownership.lang.invariants import invariant_value, select_invariants
