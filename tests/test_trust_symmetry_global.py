@@ -113,12 +113,13 @@ def test_a_large_reduced_search_asks_z3_once_and_stops_checking() -> None:
     from ownership.engines.explore import _Checker, _invariant_checker
     from ownership.engines.search import BreadthFirst
     from ownership.engines.symevery import EveryState
+    from ownership.engines.symmetry import make_canonicalizer
 
     inst = inst_of(SPECS / "mooncake_get_outlives_lease_fixed.py")
     names = tuple(inst.spec.invariants)
     search = BreadthFirst(inst)
-    assert search.key is not None and search.reduced
-    every = EveryState(inst, search.key, (*search.plan.permuted, *search.plan.sorted), names,
+    assert search.reduced
+    every = EveryState(inst, make_canonicalizer(inst, search.plan, exact=True), (*search.plan.permuted, *search.plan.sorted), names,
                        _invariant_checker(inst, names), search.expand, proof_after=3)
     search.expand = every
     outcome = search.run(_Checker(inst, search, names, False))
@@ -131,13 +132,13 @@ def test_an_unproved_search_keeps_checking_and_says_why() -> None:
     from ownership.engines.explore import _Checker, _invariant_checker
     from ownership.engines.search import BreadthFirst
     from ownership.engines.symevery import EveryState
+    from ownership.engines.symmetry import make_canonicalizer
 
     path = TRUST / "sym_global_deep_first.py"
     inst = inst_of(path)
     names = tuple(inst.spec.invariants)
     search = BreadthFirst(inst)
-    assert search.key is not None
-    every = EveryState(inst, search.key, ("Req",), names, _invariant_checker(inst, names), search.expand,
+    every = EveryState(inst, make_canonicalizer(inst, search.plan, exact=True), ("Req",), names, _invariant_checker(inst, names), search.expand,
                        proof_after=2)
     search.expand = every
     with pytest.raises(OwnershipError) as exc:

@@ -21,6 +21,7 @@ from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, Sto
 from ownership.engines.coverage import ActionTally, with_coverage
 from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visitor
 from ownership.engines.symevery import EveryState
+from ownership.engines.symmetry import make_canonicalizer
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance, State
 from ownership.lang.invariants import invariant_value, select_invariants
@@ -158,8 +159,8 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     if search.reduced:
         # The reduction is sound only if the spec really is symmetric: every state the search
         # expands is checked under generators of each reduced domain (OWN061 on a mismatch).
-        assert search.key is not None  # a reduced search has a canonical form
-        every = EveryState(inst, search.key, (*plan.permuted, *plan.sorted), names,
+        # Successors are compared by orbit: the exact key, not the search's (which may miss renamings).
+        every = EveryState(inst, make_canonicalizer(inst, plan, exact=True), (*plan.permuted, *plan.sorted), names,
                            _invariant_checker(inst, names), search.expand)
         search.expand = every
     notes += symbolic_notes(inst.spec)
