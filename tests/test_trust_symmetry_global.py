@@ -145,3 +145,21 @@ def test_an_unproved_search_keeps_checking_and_says_why() -> None:
         search.run(_Checker(inst, search, names, False))
     assert exc.value.code is Code.SYMMETRY_MISMATCH
     assert every.proof is not None and not every.proof.proved and every.states > 40
+
+
+@pytest.mark.parametrize("name", ["vllm_fork_double_free_fixed", "vllm_prefix_lora_scope_buggy"])
+def test_the_exact_key_is_the_same_on_every_renaming(name: str) -> None:
+    # Two permuted domains: the search's key may differ between renamings (it only wastes work),
+    # the key the symmetry check compares successors by may not.
+    from ownership.engines.diagram import reachable_states
+    from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+    from ownership.lang.permutation import Permutation
+
+    inst = inst_of(SPECS / f"{name}.py")
+    plan = plan_symmetry(inst)
+    key = make_canonicalizer(inst, plan, exact=True)
+    perms = [Permutation.of(inst, {d: p}) for d, p in generators(inst, (*plan.permuted, *plan.sorted))]
+    states = reachable_states(inst, 2_000).states
+    assert len(states) > 100
+    for st in states:
+        assert all(key(pi.apply(st)) == key(st) for pi in perms)
