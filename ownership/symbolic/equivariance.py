@@ -48,7 +48,7 @@ from ownership.symbolic.encoding import ActionPaths, SymbolicSpec
 from ownership.symbolic.lemmas import proven_lemmas
 from ownership.symbolic.paths import Path
 from ownership.symbolic.terms import WIDTH, SymbolicError, WidthError
-from ownership.symbolic.unroll import substitute
+from ownership.symbolic.unroll import _cells_read, substitute
 
 PROOF_WIDTH = 32
 """Bits of the encoding's integers in the proof (narrower bit-vectors make far smaller SAT problems)."""
@@ -158,12 +158,16 @@ class _Deadline:
     def __init__(self, seconds: float) -> None:
         self.end = time.perf_counter() + seconds
 
-    def solver(self, quantified: bool) -> z3.Solver:
+    def left_ms(self) -> int:
+        """Milliseconds left; ``TimeoutError`` when none are."""
         left = self.end - time.perf_counter()
         if left <= 0:
             raise TimeoutError
+        return max(1, int(left * 1000))
+
+    def solver(self, quantified: bool) -> z3.Solver:
         s = z3.Solver() if quantified else z3.SolverFor("QF_BV")
-        s.set("timeout", max(1, int(left * 1000)))
+        s.set("timeout", self.left_ms())
         return s
 
 
@@ -226,9 +230,16 @@ def _check_generator(sym: SymbolicSpec, domain: str, perm: Sequence[int], names:
     px = _renamed_cells(sym, domain, perm)
     to_px = list(zip(sym.cells, px, strict=True))
     types = [*sym.type_constraints(sym.cells), *_int_bounds(sym), *lemmas]
+    # Cells the renaming moves or renames: what reads or writes none of them commutes with it
+    # trivially (an action whose arguments it also leaves alone), so no query is needed.
+    touched = {i for i, (x, y) in enumerate(to_px) if not x.eq(y)}
+    cell_of = {c.get_id(): i for i, c in enumerate(sym.cells)}
     for name in names:
         inv = sym.invariant_formula(name)
         ovf = [o for p in sym.invariants[name] for o in p.overflows]
+        if not _cells_read([inv, *ovf], cell_of) & touched:
+            continue
+        # A fresh solver per query: Z3's incremental mode skips the preprocessing that makes these fast.
         s = deadline.solver(False)
         s.add(*types, inv != substitute(inv, to_px))
         for o in ovf:
@@ -245,6 +256,8 @@ def _check_generator(sym: SymbolicSpec, domain: str, perm: Sequence[int], names:
         args = tuple(perm[a] if isinstance(dom, Domain) and dom.name == domain else a
                      for dom, a in zip(act.arg_domains, ap.arg_values, strict=True))
         image = by_key[(ap.action, args)]
+        if image is ap and not _footprint(sym, ap, cell_of) & touched:
+            continue
         flag_names = sorted({n for p in (*ap.paths, *image.paths) for n, _ in p.flags})
         flags = [(n, z3.Bool(f"eqv!flag!{n}")) for n in flag_names]
         here = _step(sym, ap, ys, flags)
@@ -254,13 +267,23 @@ def _check_generator(sym: SymbolicSpec, domain: str, perm: Sequence[int], names:
         there = substitute(substitute(_step(sym, image, pys, flags), fresh), to_px)
         bound = [b for _, b in fresh]
         s = deadline.solver(bool(bound))
-        s.add(*types, here)
-        s.add(z3.ForAll(bound, z3.Not(there)) if bound else z3.Not(there))
+        s.add(*types, here, z3.ForAll(bound, z3.Not(there)) if bound else z3.Not(there))
         answer = s.check()
         if answer != z3.unsat:
             label = f"{ap.action}({', '.join(_arg(inst, d, a) for d, a in zip(act.arg_domains, ap.arg_values, strict=True))})"
             return _why(answer, f"action {label} may step where its image {what} cannot")
     return ""
+
+
+def _footprint(sym: SymbolicSpec, ap: ActionPaths, cell_of: dict[int, int]) -> set[int]:
+    """The cells an action instance's paths read or write."""
+    terms: list[z3.ExprRef] = []
+    cells: set[int] = set()
+    for p in ap.paths:
+        terms += [*p.pc, *p.constraints, *p.overflows, *(c for _, c in p.flags)]
+        terms += [sym.value_term(v, i) for i, v in p.writes.items()]
+        cells.update(p.writes)
+    return cells | _cells_read(terms, cell_of)
 
 
 def _arg(inst: Instance, dom: object, a: object) -> str:
