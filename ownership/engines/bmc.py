@@ -11,6 +11,7 @@ over every violation within the bound.  Proofs are :mod:`ownership.engines.prove
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -70,14 +71,16 @@ def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckR
     reached = Reached(progress)
 
     def run() -> CheckResult:
-        note = precheck(inst, options.symmetry)
-        if options.minimize or options.maximize:
-            sym = encode(inst, options)
-            return noted(_optimize(inst, sym, checked_invariants(sym, options), options, start), note)
+        # Symmetry is broken only where Z3 proved the spec symmetric for every state.
+        note, reduce = precheck(inst, options.symmetry, options.free)
+        opts = options if reduce else dataclasses.replace(options, symmetry=False)
+        if opts.minimize or opts.maximize:
+            sym = encode(inst, opts)
+            return noted(_optimize(inst, sym, checked_invariants(sym, opts), opts, start), note)
         # The concrete prefix is searched once, not once per integer width.
-        prefix = _prefix(inst, [inv.name for inv in select_invariants(inst, options.invariants)], options, reached)
-        return noted(widening("bmc", inst, options, start, lambda sym, names, widened: _bmc_at(
-            inst, sym, names, options, reached, start, widened, prefix)), note)
+        prefix = _prefix(inst, [inv.name for inv in select_invariants(inst, opts.invariants)], opts, reached)
+        return noted(widening("bmc", inst, opts, start, lambda sym, names, widened: _bmc_at(
+            inst, sym, names, opts, reached, start, widened, prefix)), note)
 
     return until_stopped("bmc", inst, options, start, reached, run)
 
