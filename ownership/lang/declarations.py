@@ -8,10 +8,12 @@ source a spec models (:class:`Source`) and its expected verdict
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ownership.errors import Code, OwnershipError
 from ownership.lang.types import ValueType
 
 
@@ -44,13 +46,64 @@ SizeSpec = int | str | Callable[[Params], int]
 
 @dataclass(frozen=True)
 class Param:
-    """A named integer parameter with a default, overridable with ``--param``."""
+    """A named integer parameter with a default, overridable with ``--param``.
+
+    ``min`` and ``max`` bound the values an instance may use.  A parameter is
+    a count or a size unless its declaration says otherwise, so
+    :meth:`Spec.param <ownership.lang.model.Spec.param>` gives one declared
+    without ``min`` the lower bound 0, and 1 once it sizes a domain
+    (``implicit_min`` records that the bound was not written).  ``file`` and
+    ``line`` are where it was declared: a value out of range is refused there.
+    """
 
     name: str
     default: int
     doc: str = ""
     min: int | None = None
     max: int | None = None
+    file: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
+    implicit_min: bool = field(default=False, compare=False)
+    sizes: str = field(default="", compare=False)
+    """The domain this parameter sizes, when that gave it its lower bound of 1."""
+
+    def range_text(self) -> str:
+        """``1..6``, ``>= 0``, ``<= 9`` or ``any int``."""
+        lo, hi = self.min, self.max
+        if lo is not None and hi is not None:
+            return f"{lo}..{hi}"
+        if lo is not None:
+            return f">= {lo}"
+        return f"<= {hi}" if hi is not None else "any int"
+
+    def checked(self, value: object) -> int:
+        """``value`` as this parameter's int, or OWN011 at the declaration naming the value and the range.
+
+        A bool, a float, a string or any other non-integer is refused rather
+        than converted (``int(2.7)`` would silently check the instance 2).
+        """
+        where = f", declared at line {self.line}" if self.line is not None else ""
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise OwnershipError(
+                Code.BAD_PARAM, f"parameter {self.name}={value!r} is not an integer{where}: give a whole number "
+                f"({self.range_text()})", self.file, self.line,
+            )
+        v = int(value)
+        if (self.min is None or v >= self.min) and (self.max is None or v <= self.max):
+            return v
+        if self.implicit_min and self.min is not None and v < self.min:
+            if self.sizes:
+                why = (f"it sizes domain {self.sizes}, which needs an element; give a value >= {self.min}, or "
+                       f"declare min=0 on it if an empty {self.sizes} is meant")
+            else:
+                why = (f"a parameter declared without min= is a count or a size; give a value >= {self.min}, or "
+                       f"declare min={v} (or lower) on it if negative values are meant")
+        else:
+            why = f"give a value in {self.range_text()}"
+        raise OwnershipError(
+            Code.BAD_PARAM, f"parameter {self.name}={v} is outside its range ({self.range_text()}){where}: {why}",
+            self.file, self.line,
+        )
 
 
 @dataclass(frozen=True, eq=False)

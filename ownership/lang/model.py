@@ -84,14 +84,50 @@ class Spec:
         return OwnershipError(Code.SPEC_INVALID, f"spec {self.name}: {message}", file, line or here)
 
     def param(self, name: str, default: int, doc: str = "", *, min: int | None = None, max: int | None = None) -> Param:  # noqa: A002
-        """Declare an integer parameter (``--param NAME=VALUE`` overrides it)."""
+        """Declare an integer parameter (``--param NAME=VALUE`` overrides it).
+
+        An instance may use the values ``min..max``.  Without ``min`` a
+        parameter is a count or a size: its lower bound is 0, and 1 once a
+        domain is sized by it (``spec.domain("Req", "requests")``).  Declare
+        ``min=`` to allow less (a negative offset; ``min=0`` for a domain that
+        may be empty).  A bound that is not an int, ``min > max`` or a default
+        outside the range is refused here (OWN007); a value outside it is
+        refused when an instance is built, at this line (OWN011).
+        """
+        file, line = caller_location(2)
         if name in self.params:
             raise self._error(f"parameter {name} declared twice")
         if isinstance(default, bool) or not isinstance(default, int):
             raise self._error(f"parameter {name}: default must be an int, got {default!r}")
-        p = Param(name, default, doc, min, max)
+        for bound, value in (("min", min), ("max", max)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise OwnershipError(Code.PARAM_DECLARATION, f"spec {self.name}: parameter {name}: {bound}= must be "
+                                     f"an int or None, got {value!r}", file, line)
+        if min is not None and max is not None and min > max:
+            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {self.name}: parameter {name}: min={min} is above "
+                                 f"max={max}, so no value is allowed", file, line)
+        p = Param(name, default, doc, 0 if min is None else min, max, file, line, implicit_min=min is None)
+        if default < (p.min or 0) or (max is not None and default > max):
+            hint = (f"declare min={default} (or lower) if negative values mean something" if min is None
+                    else "change the default or the range")
+            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {self.name}: parameter {name}: default {default} is "
+                                 f"outside its range ({p.range_text()}); {hint}", file, line)
         self.params[name] = p
         return p
+
+    def _sized_by(self, domain: str, name: str) -> None:
+        """A parameter without a declared ``min`` that sizes a domain: at least 1 (see :meth:`param`)."""
+        p = self.params[name]
+        if not p.implicit_min or (p.min is not None and p.min >= 1):
+            return
+        if p.default < 1:
+            raise OwnershipError(
+                Code.PARAM_DECLARATION,
+                f"spec {self.name}: domain {domain} is sized by parameter {name}, whose default {p.default} leaves "
+                f"it empty: give the parameter a default of at least 1, or declare min=0 on it if an empty "
+                f"{domain} is meant", *caller_location(3),
+            )
+        self.params[name] = dataclasses.replace(p, min=1, sizes=domain)
 
     def domain(
         self,
@@ -118,6 +154,8 @@ class Spec:
             )
         if isinstance(size, str) and size not in self.params:
             raise self._error(f"domain {name}: size names unknown parameter {size!r}")
+        if isinstance(size, str):
+            self._sized_by(name, size)
         d = Domain(name, size, symmetric, names, doc, ordered)
         self.domains[name] = d
         return d
