@@ -8,6 +8,7 @@ source a spec models (:class:`Source`) and its expected verdict
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,42 @@ class Param:
     sizes: str = field(default="", compare=False)
     """The domain this parameter sizes, when that gave it its lower bound of 1."""
 
+    @classmethod
+    def declare(cls, spec: str, name: str, default: int, doc: str, lo: int | None, hi: int | None,
+                file: str | None, line: int | None) -> Param:
+        """The parameter ``spec.param`` declares, or OWN007 at its line if its range cannot hold."""
+        for bound, value in (("min", lo), ("max", hi)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise OwnershipError(Code.PARAM_DECLARATION, f"spec {spec}: parameter {name}: {bound}= must be "
+                                     f"an int or None, got {value!r}", file, line)
+        if lo is not None and hi is not None and lo > hi:
+            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {spec}: parameter {name}: min={lo} is above "
+                                 f"max={hi}, so no value is allowed", file, line)
+        p = cls(name, default, doc, 0 if lo is None else lo, hi, file, line, implicit_min=lo is None)
+        if not p.allows(default):
+            hint = (f"declare min={default} (or lower) if negative values mean something" if lo is None
+                    else "change the default or the range")
+            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {spec}: parameter {name}: default {default} is "
+                                 f"outside its range ({p.range_text()}); {hint}", file, line)
+        return p
+
+    def sizing(self, spec: str, domain: str, file: str | None, line: int | None) -> Param:
+        """This parameter once ``domain`` is sized by it: at least 1 if no ``min`` was declared (else OWN007)."""
+        if not self.implicit_min or (self.min is not None and self.min >= 1):
+            return self
+        if self.default < 1:
+            raise OwnershipError(
+                Code.PARAM_DECLARATION,
+                f"spec {spec}: domain {domain} is sized by parameter {self.name}, whose default {self.default} "
+                f"leaves it empty: give the parameter a default of at least 1, or declare min=0 on it if an "
+                f"empty {domain} is meant", file, line,
+            )
+        return dataclasses.replace(self, min=1, sizes=domain)
+
+    def allows(self, value: int) -> bool:
+        """Whether ``value`` is within ``min..max``."""
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
     def range_text(self) -> str:
         """``1..6``, ``>= 0``, ``<= 9`` or ``any int``."""
         lo, hi = self.min, self.max
@@ -89,7 +126,7 @@ class Param:
                 f"({self.range_text()})", self.file, self.line,
             )
         v = int(value)
-        if (self.min is None or v >= self.min) and (self.max is None or v <= self.max):
+        if self.allows(v):
             return v
         if self.implicit_min and self.min is not None and v < self.min:
             if self.sizes:

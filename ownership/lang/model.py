@@ -94,40 +94,13 @@ class Spec:
         outside the range is refused here (OWN007); a value outside it is
         refused when an instance is built, at this line (OWN011).
         """
-        file, line = caller_location(2)
         if name in self.params:
             raise self._error(f"parameter {name} declared twice")
         if isinstance(default, bool) or not isinstance(default, int):
             raise self._error(f"parameter {name}: default must be an int, got {default!r}")
-        for bound, value in (("min", min), ("max", max)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise OwnershipError(Code.PARAM_DECLARATION, f"spec {self.name}: parameter {name}: {bound}= must be "
-                                     f"an int or None, got {value!r}", file, line)
-        if min is not None and max is not None and min > max:
-            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {self.name}: parameter {name}: min={min} is above "
-                                 f"max={max}, so no value is allowed", file, line)
-        p = Param(name, default, doc, 0 if min is None else min, max, file, line, implicit_min=min is None)
-        if default < (p.min or 0) or (max is not None and default > max):
-            hint = (f"declare min={default} (or lower) if negative values mean something" if min is None
-                    else "change the default or the range")
-            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {self.name}: parameter {name}: default {default} is "
-                                 f"outside its range ({p.range_text()}); {hint}", file, line)
+        p = Param.declare(self.name, name, default, doc, min, max, *caller_location(2))
         self.params[name] = p
         return p
-
-    def _sized_by(self, domain: str, name: str) -> None:
-        """A parameter without a declared ``min`` that sizes a domain: at least 1 (see :meth:`param`)."""
-        p = self.params[name]
-        if not p.implicit_min or (p.min is not None and p.min >= 1):
-            return
-        if p.default < 1:
-            raise OwnershipError(
-                Code.PARAM_DECLARATION,
-                f"spec {self.name}: domain {domain} is sized by parameter {name}, whose default {p.default} leaves "
-                f"it empty: give the parameter a default of at least 1, or declare min=0 on it if an empty "
-                f"{domain} is meant", *caller_location(3),
-            )
-        self.params[name] = dataclasses.replace(p, min=1, sizes=domain)
 
     def domain(
         self,
@@ -154,8 +127,8 @@ class Spec:
             )
         if isinstance(size, str) and size not in self.params:
             raise self._error(f"domain {name}: size names unknown parameter {size!r}")
-        if isinstance(size, str):
-            self._sized_by(name, size)
+        if isinstance(size, str):  # a count that sizes a domain: at least 1 unless declared otherwise
+            self.params[size] = self.params[size].sizing(self.name, name, *caller_location(2))
         d = Domain(name, size, symmetric, names, doc, ordered)
         self.domains[name] = d
         return d
@@ -224,6 +197,11 @@ class Spec:
         This is how a fixed version is written as the diff from the shipped
         one: the derived spec shares every declaration and replaces only the
         actions the fix changed, so a reviewer reads exactly the patch.
+
+        Only :meth:`replace` changes what the derived spec runs.  A plain
+        ``def`` in the derived file named like a function the base's code
+        calls is never run (the base's code looks names up in its own module);
+        loading the file refuses it (OWN008, see :mod:`ownership.lang.reach`).
         """
         file, line = caller_location(2)
         return Spec(
@@ -248,8 +226,11 @@ class Spec:
     def replace(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: replace the existing action or helper of the same name (see :meth:`derive`).
 
-        Replacing a helper changes it for every action that calls it, in this
-        spec only: the spec it was derived from keeps its own.
+        Replacing a helper changes it for everything this spec runs that calls
+        it: its actions, and also the invariants and the ``@spec.terminal``
+        predicate inherited from the base, so a helper the terminal predicate
+        calls changes which states count as idle in this spec.  The spec it
+        was derived from keeps its own.
         """
         if fn.__name__ in self.helpers:
             self.helpers[fn.__name__] = fn

@@ -22,6 +22,7 @@ only in a module-level tuple, list, dict or ``__all__`` is not reached.
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import sys
@@ -67,9 +68,11 @@ class Reach:
         if file is None or self._folder is None:
             return False
         try:
-            return Path(file).resolve().is_relative_to(self._folder)
+            where = Path(file).resolve()
         except OSError:  # pragma: no cover - unreadable paths
             return False
+        # An environment kept next to the spec (a .venv in the folder) is installed code, not the spec's.
+        return where.is_relative_to(self._folder) and not {"site-packages", "dist-packages"} & set(where.parts)
 
     def _walk(self) -> None:
         seen: set[int] = set()
@@ -130,26 +133,38 @@ class Reach:
         yield from vars(fn).values()  # __wrapped__, and attributes a decorator set
         if not self.spec_side(fn.__module__):
             return  # the checker's own code calls spec code only through what it holds
-        names = _loaded_names(fn.__code__)
-        for name in names:
+        globals_, attributes = _loaded_names(fn.__code__)
+        for name in globals_:
             value = fn.__globals__.get(name)
             if value is None:
                 continue
             if isinstance(value, ModuleType):
-                # ``base.lock(s)``: the attributes this code may load from a module of its own side.
+                # ``base.lock(s)``: the attributes this code loads, from a module of the spec's side.
                 if self.spec_side(value.__name__):
-                    yield from (getattr(value, n) for n in names if n in vars(value))
+                    yield from (getattr(value, n) for n in attributes if n in vars(value))
                 continue
             yield value
 
 
-def _loaded_names(code: Any) -> set[str]:
-    """Names a code object (and the functions, lambdas and comprehensions nested in it) may load."""
-    names = set(code.co_names)
+def _loaded_names(code: Any) -> tuple[set[str], set[str]]:
+    """The global names and the attribute names a code object (and the code nested in it) loads.
+
+    Read from the bytecode rather than ``co_names``, which mixes the two: an
+    action reading ``s.finish[r]`` does not call a module function ``finish``.
+    """
+    globals_: set[str] = set()
+    attributes: set[str] = set()
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            globals_.add(ins.argval)
+        elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"):
+            attributes.add(ins.argval)
     for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            names |= _loaded_names(const)
-    return names
+        if hasattr(const, "co_code"):
+            g, a = _loaded_names(const)
+            globals_ |= g
+            attributes |= a
+    return globals_, attributes
 
 
 def _attributes(obj: Any) -> Iterable[Any]:
