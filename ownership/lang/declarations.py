@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,7 +120,8 @@ class Param:
         A bool, a float, a string or any other non-integer is refused rather
         than converted (``int(2.7)`` would silently check the instance 2).
         """
-        where = f", declared at line {self.line}" if self.line is not None else ""
+        # Named in the message too: a caller may relocate the error (validate puts it at the log's header).
+        where = f", declared at {os.path.basename(self.file)}:{self.line}" if self.file and self.line else ""
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise OwnershipError(
                 Code.BAD_PARAM, f"parameter {self.name}={value!r} is not an integer{where}: give a whole number "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -40,6 +41,7 @@ def load_spec(path: str | Path) -> Spec:
     if not isinstance(spec, Spec):
         spec = found[0]
     spec.file = str(p)
+    _name_params_as_given(spec, p)
     spec.validate()
     # What the spec can run decides both: a redefinition that changes nothing (OWN008, refused)
     # and an action-shaped function nothing runs (OWN071, a warning).
@@ -47,6 +49,20 @@ def load_spec(path: str | Path) -> Spec:
     reach.check_redefinitions(module, spec, str(p), reached)
     spec.warnings = reach.unregistered_actions(module, spec, str(p), reached)
     return spec
+
+
+def _name_params_as_given(spec: Spec, p: Path) -> None:
+    """Locate the parameters this file declares by the path the user gave, as every other error is."""
+    for name, param in spec.params.items():
+        if param.file is not None and param.file != str(p) and _same_file(param.file, p):
+            spec.params[name] = dataclasses.replace(param, file=str(p))
+
+
+def _same_file(a: str, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == b.resolve()
+    except OSError:  # pragma: no cover - unreadable paths
+        return False
 
 
 def _module_name(p: Path) -> str:
