@@ -312,3 +312,14 @@ def test_a_declaration_that_cannot_hold_is_refused_where_it_is_written(decl: str
         load_spec(path)
     assert err.value.code is Code.PARAM_DECLARATION and says in err.value.message, err.value
     assert err.value.file == str(path) and err.value.line == len(path.read_text().splitlines())
+
+
+def test_an_inherited_parameter_is_refused_at_the_base_declaration(tmp_path: Path) -> None:
+    base = write(tmp_path, "base_counts", NEGATIVE.read_text())
+    derived = write(tmp_path, "derived_counts", "import base_counts as base\n\n"
+                    "spec = base.spec.derive('derived_counts')\n")
+    res = check(derived, "-p", "page_size=-2", tmp=tmp_path)
+    assert res.exit_code == 2, res.output
+    line = one_error(res, "OWN011")
+    decl = line_of(base, 'spec.param("page_size"')
+    assert f"base_counts.py:{decl}: parameter page_size=-2" in line
