@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -263,7 +264,8 @@ def test_a_negative_count_through_the_python_api_is_refused() -> None:
         assert err.value.line == line_of(NEGATIVE, f'spec.param("{next(iter(params))}"')
         with pytest.raises(OwnershipError):
             run_check(NEGATIVE, params=params)
-    for wrong in (2.5, True, "3"):  # converted silently before (int(2.5) == 2)
+    wrongs: tuple[Any, ...] = (2.5, True, "3")  # converted silently before (int(2.5) == 2)
+    for wrong in wrongs:
         with pytest.raises(OwnershipError) as err:
             Instance(spec, {"prompt_tokens": wrong})
         assert err.value.code is Code.BAD_PARAM and "is not an integer" in err.value.message
