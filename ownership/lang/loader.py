@@ -67,7 +67,7 @@ def _same_file(a: str, b: Path) -> bool:
 
 def _module_name(p: Path) -> str:
     """One module name per spec file, however it is reached (loaded, or imported by a derived spec)."""
-    return f"ownership_spec_{p.stem}_{abs(hash(str(p.resolve()))):x}"
+    return f"{reach.SPEC_MODULE_PREFIX}{p.stem}_{abs(hash(str(p.resolve()))):x}"
 
 
 def _exec_spec_module(p: Path, source: str) -> ModuleType:

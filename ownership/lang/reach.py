@@ -34,6 +34,9 @@ from typing import Any
 from ownership.errors import Code, OwnershipError, SpecWarning
 from ownership.lang.model import Spec, argument_domain
 
+SPEC_MODULE_PREFIX = "ownership_spec_"
+"""How the loader names the module of every spec file it executes (see :mod:`ownership.lang.loader`)."""
+
 _MAX_OBJECTS = 200_000
 """A bound on the objects visited, so a spec holding a huge structure cannot stall loading."""
 
@@ -60,7 +63,7 @@ class Reach:
         """Code written next to the spec: a spec module, or a module of the spec's folder."""
         if not module_name:
             return False
-        if module_name.startswith("ownership_spec_"):
+        if module_name.startswith(SPEC_MODULE_PREFIX):
             return True
         if module_name == "ownership" or module_name.startswith("ownership."):
             return False
@@ -99,6 +102,12 @@ class Reach:
         if isinstance(obj, MethodType):
             yield obj.__func__
             yield obj.__self__
+            return
+        if isinstance(obj, (staticmethod, classmethod)):
+            yield obj.__func__
+            return
+        if isinstance(obj, property):
+            yield from (obj.fget, obj.fset, obj.fdel)
             return
         if isinstance(obj, functools.partial):
             yield obj.func
