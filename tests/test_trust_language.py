@@ -269,6 +269,9 @@ def test_a_negative_count_through_the_python_api_is_refused() -> None:
         with pytest.raises(OwnershipError) as err:
             Instance(spec, {"prompt_tokens": wrong})
         assert err.value.code is Code.BAD_PARAM and "is not an integer" in err.value.message
+        with pytest.raises(OwnershipError) as err:
+            run_check(NEGATIVE, params={"prompt_tokens": wrong})
+        assert err.value.code is Code.BAD_PARAM, err.value
 
 
 def test_declared_ranges_allow_what_they_say(tmp_path: Path) -> None:
