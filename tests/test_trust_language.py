@@ -206,6 +206,7 @@ spec = base.spec.derive("{name}", expect=violates("done_holds_nothing"))
 @pytest.mark.parametrize(("helper", "body", "fix"), [
     ("", "def release(s, r):\n    pass\n", "declare the original with @spec.helper"),
     ("@spec.helper\n", "def release(s, r):\n    pass\n", "write it with @spec.replace to replace the @spec.helper release"),
+    ("", "@spec.helper\ndef release(s, r):\n    pass\n", "a @spec.helper of this spec does not replace a plain function"),
     ("", "def finish(s, r: base.Req):\n    require(s.phase[r] == base.Phase.RUNNING)\n"
          "    s.phase[r] = base.Phase.DONE\n", "write it with @spec.replace to replace the action finish"),
 ])
@@ -217,7 +218,9 @@ def test_every_plain_redefinition_the_base_never_calls_is_refused(helper: str, b
     with pytest.raises(OwnershipError) as err:
         load_spec(derived)
     assert err.value.code is Code.REDEFINITION_IGNORED, err.value
-    assert fix in err.value.message and err.value.line == line_of(derived, "def ")
+    first = next(i for i, ln in enumerate(body.splitlines(), start=1) if ln.startswith(("@", "def ")))
+    assert fix in err.value.message and err.value.line == line_of(derived, body.splitlines()[0]) + first - 1
+    assert "which changes nothing" in one_error(check(derived, tmp=tmp_path), "OWN008")
 
 
 def test_a_replaced_helper_takes_effect_and_a_helper_of_its_own_is_fine(tmp_path: Path) -> None:

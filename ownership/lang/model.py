@@ -455,4 +455,15 @@ def _dispatcher(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(s: Any, *args: Any, **kwargs: Any) -> Any:
         return s._inst.spec.helpers[name](s, *args, **kwargs)
 
+    call.__dict__[HELPER_MARK] = name  # what reading the spec follows (ownership.lang.reach)
     return call
+
+
+HELPER_MARK = "__ownership_helper__"
+"""The attribute naming the helper a dispatcher stands in for."""
+
+
+def dispatched_helper(fn: Any) -> str | None:
+    """The name of the helper ``fn`` dispatches to, if it is a helper's stand-in."""
+    name = getattr(fn, "__dict__", {}).get(HELPER_MARK)
+    return name if isinstance(name, str) else None

@@ -5,14 +5,17 @@ whose ``@spec.action`` was forgotten is never run, however many tuples, lists,
 dicts or ``__all__`` entries name it (OWN071, a warning).  A derived spec that
 redefines one of its base's functions as a plain ``def`` changes nothing: the
 base's actions look the name up in the base's module and keep calling the
-base's version (OWN008, an error).
+base's version (OWN008, an error); so does a new ``@spec.helper`` of that name
+that nothing calls.
 
 The rule both use: a function is *run by the spec* when the spec can reach
-it from what it registered.  The roots are the spec's actions, invariants,
-helpers and terminal predicate and every other declaration it holds (domain
-sizes and names, value sets, the vocabulary objects it keeps in its
-extensions, such as an ``idle=`` predicate).  From a function, reaching goes
-on through the names its code loads from its module (a helper called by
+it from what it registered.  The roots are the spec's actions, invariants and
+terminal predicate and every other declaration it holds (domain sizes and
+names, value sets, the vocabulary objects it keeps in its extensions, such as
+an ``idle=`` predicate).  A ``@spec.helper`` is reached through its stand-in:
+code that calls the stand-in runs the spec's version of the helper, and a
+declared helper that nothing calls is not run.  From a function, reaching
+goes on through the names its code loads from its module (a helper called by
 name), the variables it closes over, its defaults and what it wraps; from an
 object, through its attributes and container items.  Another spec object
 (the base of a derived spec) is not entered: what the base registers is not
@@ -32,7 +35,7 @@ from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning
-from ownership.lang.model import Spec, argument_domain
+from ownership.lang.model import Spec, argument_domain, dispatched_helper
 
 SPEC_MODULE_PREFIX = "ownership_spec_"
 """How the loader names the module of every spec file it executes (see :mod:`ownership.lang.loader`)."""
@@ -93,10 +96,14 @@ class Reach:
     def _children(self, obj: Any) -> Iterator[Any]:
         if isinstance(obj, Spec):
             if obj is self.spec:  # another spec (a base) is not entered: see the module docstring
-                yield from vars(obj).values()
+                # A helper runs when code calls its stand-in, not because it is declared (see below).
+                yield from (v for k, v in vars(obj).items() if k != "helpers")
             return
         if isinstance(obj, FunctionType):
             self.functions[id(obj)] = obj
+            helper = dispatched_helper(obj)
+            if helper is not None:  # the stand-in runs this spec's version of the helper
+                yield self.spec.helpers.get(helper)
             yield from self._function_children(obj)
             return
         if isinstance(obj, MethodType):
@@ -206,7 +213,8 @@ def _own_functions(module: ModuleType) -> Iterator[tuple[str, FunctionType]]:
             yield name, obj
 
 
-def _innermost(fn: FunctionType) -> FunctionType:
+def _innermost(fn: Any) -> Any:
+    """The function at the end of ``fn``'s ``__wrapped__`` chain (a helper behind its stand-in)."""
     inner = fn
     for f in _unwrapped(fn):
         if isinstance(f, FunctionType):
@@ -250,13 +258,14 @@ def unregistered_actions(module: ModuleType, spec: Spec, path: str, reach: Reach
     not make a function run.
     """
     reach = reach or Reach(spec)
+    mine = {id(f) for f in _registered(spec)}  # a declared helper nothing calls is not a forgotten action
     # A function registered on another spec of the same file is that spec's, not a forgotten one.
     elsewhere = {id(f) for other in vars(module).values() if isinstance(other, Spec) and other is not spec
                  for f in _registered(other)}
     out: list[SpecWarning] = []
     for name, obj in _own_functions(module):
         fn = _innermost(obj)
-        if reach.runs(obj) or id(fn) in elsewhere or not _looks_like_action(fn, spec):
+        if reach.runs(obj) or id(fn) in mine or id(fn) in elsewhere or not _looks_like_action(fn, spec):
             continue
         out.append(SpecWarning(
             Code.UNREGISTERED_ACTION,
@@ -270,39 +279,43 @@ def unregistered_actions(module: ModuleType, spec: Spec, path: str, reach: Reach
 
 
 def check_redefinitions(module: ModuleType, spec: Spec, path: str, reach: Reach | None = None) -> None:
-    """OWN008: refuse a plain ``def`` that redefines a function another spec's code runs for this spec.
+    """OWN008: refuse a function that redefines one another spec's code runs for this spec, and is never run.
 
     A derived spec's module that defines ``lock`` does not change the base's
     ``lock``: the base's actions look the name up in the base's module.  Such a
-    definition is never run (the spec cannot reach it) while a function of the
-    same name from another spec module is run; that is refused at the
-    definition, with the way to make the change take effect.
+    definition (a plain ``def``, or a new ``@spec.helper`` that nothing calls)
+    is never run while a function of the same name from another spec module
+    is; that is refused at the definition, with the way to make the change
+    take effect.
     """
     reach = reach or Reach(spec)
     if not reach.complete:
         return  # the walk stopped early: a missing function is no proof of a redefinition
-    theirs: dict[str, FunctionType] = {}
+    theirs: dict[str, list[FunctionType]] = {}
     for fn in reach.functions.values():
         if fn.__module__ != module.__name__ and reach.spec_side(fn.__module__) and fn.__name__ != "<lambda>":
-            theirs.setdefault(fn.__name__, fn)
+            theirs.setdefault(fn.__name__, []).append(fn)
     for name, obj in _own_functions(module):
-        other = theirs.get(name)
-        if other is None or reach.runs(obj):
+        others = theirs.get(name)
+        if not others or reach.runs(obj):
             continue
         fn = _innermost(obj)
-        base = _innermost(other)
+        base = _innermost(others[0])
         where = f"{Path(base.__code__.co_filename).name}:{base.__code__.co_firstlineno}"
-        if name in spec.actions:
+        if name in spec.actions and _innermost(spec.actions[name].fn) is base:
             fix = f"write it with @spec.replace to replace the action {name}"
-        elif name in spec.helpers:
+        elif spec.helpers.get(name) is fn:
+            fix = ("a @spec.helper of this spec does not replace a plain function of the base: declare the "
+                   "original with @spec.helper and write this one with @spec.replace")
+        elif any(dispatched_helper(f) == name for f in others):
             fix = f"write it with @spec.replace to replace the @spec.helper {name}"
         else:
             fix = (f"declare the original with @spec.helper and write this one with @spec.replace, or replace "
                    f"(@spec.replace) the actions that call {name}; rename it if it is unrelated")
         raise OwnershipError(
             Code.REDEFINITION_IGNORED,
-            f"function {name} redefines {name} of another spec ({where}) with a plain def, which changes "
-            f"nothing: spec {spec.name} runs the original, whose callers look the name up in their own "
+            f"function {name} redefines {name} of another spec ({where}), which changes nothing: nothing "
+            f"spec {spec.name} runs calls it, and the original's callers look the name up in their own "
             f"module; {fix}",
             path, fn.__code__.co_firstlineno,
         )
