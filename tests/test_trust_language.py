@@ -331,3 +331,16 @@ def test_an_inherited_parameter_is_refused_at_the_base_declaration(tmp_path: Pat
     line = one_error(res, "OWN011")
     decl = line_of(base, 'spec.param("page_size"')
     assert f"base_counts.py:{decl}: parameter page_size=-2" in line
+
+
+def test_a_derived_spec_redefining_a_base_constant_is_refused(tmp_path: Path) -> None:
+    """``LIMIT = 2`` in the derived file leaves the base's actions reading the base's ``LIMIT``."""
+    write(tmp_path, "base_limit", BASE.format(name="base_limit", helper="").replace(
+        "pool.write(s, r, pool.alloc(s, r, 1))", "pool.write(s, r, pool.alloc(s, r, PAGES))").replace(
+        "from ownership import", "PAGES = 1\nfrom ownership import"))
+    derived = write(tmp_path, "derived_limit", "import base_limit as base\n\nPAGES = 2\n"
+                    "SAME = 'unrelated'\nspec = base.spec.derive('derived_limit')\n")
+    with pytest.raises(OwnershipError) as err:
+        load_spec(derived)
+    assert err.value.code is Code.REDEFINITION_IGNORED and err.value.line == 3, err.value
+    assert "PAGES = 2 redefines PAGES of another spec (base_limit.py, where it is 1)" in err.value.message

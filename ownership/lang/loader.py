@@ -47,6 +47,7 @@ def load_spec(path: str | Path) -> Spec:
     # and an action-shaped function nothing runs (OWN071, a warning).
     reached = reach.Reach(spec)
     reach.check_redefinitions(module, spec, str(p), reached)
+    reach.check_constant_redefinitions(module, spec, str(p), reached)
     spec.warnings = reach.unregistered_actions(module, spec, str(p), reached)
     return spec
 

@@ -25,6 +25,7 @@ only in a module-level tuple, list, dict or ``__all__`` is not reached.
 
 from __future__ import annotations
 
+import ast
 import dis
 import functools
 import inspect
@@ -319,3 +320,60 @@ def check_redefinitions(module: ModuleType, spec: Spec, path: str, reach: Reach 
             f"module; {fix}",
             path, fn.__code__.co_firstlineno,
         )
+
+
+def _is_constant(value: Any) -> bool:
+    """A plain value a spec might mean to override: a number, a string, or a tuple or frozenset of them."""
+    if isinstance(value, (tuple, frozenset)):
+        return all(_is_constant(v) for v in value)
+    return isinstance(value, (int, float, str))
+
+
+def _assigned_at(source_file: str, name: str) -> int | None:
+    """The line of the last module-level assignment to ``name`` in ``source_file``."""
+    try:
+        tree = ast.parse(Path(source_file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):  # pragma: no cover - the loader read it already
+        return None
+    line = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            line = node.lineno
+    return line
+
+
+def check_constant_redefinitions(module: ModuleType, spec: Spec, path: str, reach: Reach | None = None) -> None:
+    """OWN008 for a module constant: ``LIMIT = 4`` in a derived file does not change the base's ``LIMIT``.
+
+    Refused when code of another spec module that this spec runs reads a
+    global of that name holding a different value, and nothing of this
+    module that the spec runs reads it.
+    """
+    reach = reach or Reach(spec)
+    if not reach.complete:
+        return
+    reads: dict[str, set[str]] = {}
+    for fn in reach.functions.values():
+        if reach.spec_side(fn.__module__):
+            reads.setdefault(fn.__module__, set()).update(_loaded_names(fn.__code__)[0])
+    mine = reads.get(module.__name__, set())
+    for name, value in vars(module).items():
+        if name.startswith("__") or name in mine or not _is_constant(value):
+            continue
+        for fn in reach.functions.values():
+            if fn.__module__ == module.__name__ or name not in reads.get(fn.__module__, ()):
+                continue
+            theirs = fn.__globals__.get(name, value)
+            if theirs is value or theirs == value:
+                continue
+            file = getattr(sys.modules.get(fn.__module__), "__file__", None) or fn.__code__.co_filename
+            raise OwnershipError(
+                Code.REDEFINITION_IGNORED,
+                f"{name} = {value!r} redefines {name} of another spec ({Path(file).name}, where it is "
+                f"{theirs!r}), which changes nothing: its code reads its own module's {name}; make it a "
+                f"parameter of the base (spec.param) to override with -p, or replace (@spec.replace) the "
+                f"actions that read it",
+                path, _assigned_at(path, name),
+            )
