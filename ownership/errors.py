@@ -37,6 +37,8 @@ class Code(enum.Enum):
     SPEC_INVALID = (4, "spec is malformed")
     SPEC_NO_INVARIANTS = (5, "spec declares no invariants")
     SPEC_RUNTIME = (6, "spec code raised while running an action or invariant")
+    PARAM_DECLARATION = (7, "a parameter declaration is malformed (its range, or a default outside it)")
+    REDEFINITION_IGNORED = (8, "a derived spec redefines a function of its base in a way that changes nothing")
     SPEC_INVARIANT_STEP = (64, "invariant reads or marks a step (s.flag, s.emit, s.events), not the state")
     SPEC_NOT_BOOL = (65, "invariant or guard is not a bool")
     SPEC_NONDETERMINISTIC = (66, "action is not a deterministic function of the state")

@@ -268,9 +268,8 @@ def check_instance_size(spec: Spec, overrides: Mapping[str, int], max_domain: in
     for name, v in overrides.items():
         if name not in spec.params:
             return
-        p = spec.params[name]
-        if (p.min is not None and v < p.min) or (p.max is not None and v > p.max):
-            return
+        if isinstance(v, bool) or not isinstance(v, int) or not spec.params[name].allows(v):
+            return  # not an int, or out of range: the instance refuses it at the declaration (OWN011)
         values[name] = v
     params = Params(values)
     sizes: dict[str, int] = {}

@@ -8,10 +8,14 @@ source a spec models (:class:`Source`) and its expected verdict
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ownership.errors import Code, OwnershipError
 from ownership.lang.types import ValueType
 
 
@@ -44,13 +48,101 @@ SizeSpec = int | str | Callable[[Params], int]
 
 @dataclass(frozen=True)
 class Param:
-    """A named integer parameter with a default, overridable with ``--param``."""
+    """A named integer parameter with a default, overridable with ``--param``.
+
+    ``min`` and ``max`` bound the values an instance may use.  A parameter is
+    a count or a size unless its declaration says otherwise, so
+    :meth:`Spec.param <ownership.lang.model.Spec.param>` gives one declared
+    without ``min`` the lower bound 0, and 1 once it sizes a domain
+    (``implicit_min`` records that the bound was not written).  ``file`` and
+    ``line`` are where it was declared: a value out of range is refused there.
+    """
 
     name: str
     default: int
     doc: str = ""
     min: int | None = None
     max: int | None = None
+    file: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
+    implicit_min: bool = field(default=False, compare=False)
+    sizes: str = field(default="", compare=False)
+    """The domain this parameter sizes, when that gave it its lower bound of 1."""
+
+    @classmethod
+    def declare(cls, spec: str, name: str, default: int, doc: str, lo: int | None, hi: int | None,
+                file: str | None, line: int | None) -> Param:
+        """The parameter ``spec.param`` declares, or OWN007 at its line if its range cannot hold."""
+        for bound, value in (("min", lo), ("max", hi)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise OwnershipError(Code.PARAM_DECLARATION, f"spec {spec}: parameter {name}: {bound}= must be "
+                                     f"an int or None, got {value!r}", file, line)
+        if lo is not None and hi is not None and lo > hi:
+            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {spec}: parameter {name}: min={lo} is above "
+                                 f"max={hi}, so no value is allowed", file, line)
+        p = cls(name, default, doc, 0 if lo is None else lo, hi, file, line, implicit_min=lo is None)
+        if not p.allows(default):
+            hint = (f"declare min={default} (or lower) if negative values mean something" if lo is None
+                    else "change the default or the range")
+            raise OwnershipError(Code.PARAM_DECLARATION, f"spec {spec}: parameter {name}: default {default} is "
+                                 f"outside its range ({p.range_text()}); {hint}", file, line)
+        return p
+
+    def sizing(self, spec: str, domain: str, file: str | None, line: int | None) -> Param:
+        """This parameter once ``domain`` is sized by it: at least 1 if no ``min`` was declared (else OWN007)."""
+        if not self.implicit_min or (self.min is not None and self.min >= 1):
+            return self
+        if self.default < 1:
+            raise OwnershipError(
+                Code.PARAM_DECLARATION,
+                f"spec {spec}: domain {domain} is sized by parameter {self.name}, whose default {self.default} "
+                f"leaves it empty: give the parameter a default of at least 1, or declare min=0 on it if an "
+                f"empty {domain} is meant", file, line,
+            )
+        return dataclasses.replace(self, min=1, sizes=domain)
+
+    def allows(self, value: int) -> bool:
+        """Whether ``value`` is within ``min..max``."""
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def range_text(self) -> str:
+        """``1..6``, ``>= 0``, ``<= 9`` or ``any int``."""
+        lo, hi = self.min, self.max
+        if lo is not None and hi is not None:
+            return f"{lo}..{hi}"
+        if lo is not None:
+            return f">= {lo}"
+        return f"<= {hi}" if hi is not None else "any int"
+
+    def checked(self, value: object) -> int:
+        """``value`` as this parameter's int, or OWN011 at the declaration naming the value and the range.
+
+        A bool, a float, a string or any other non-integer is refused rather
+        than converted (``int(2.7)`` would silently check the instance 2).
+        """
+        # Named in the message too: a caller may relocate the error (validate puts it at the log's header).
+        where = f", declared at {os.path.basename(self.file)}:{self.line}" if self.file and self.line else ""
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise OwnershipError(
+                Code.BAD_PARAM, f"parameter {self.name}={value!r} is not an integer{where}: give a whole number "
+                f"({self.range_text()})", self.file, self.line,
+            )
+        v = int(value)
+        if self.allows(v):
+            return v
+        if self.implicit_min and self.min is not None and v < self.min:
+            if self.sizes:
+                why = (f"it sizes domain {self.sizes}, which needs an element; give a value >= {self.min}, or "
+                       f"declare min=0 on it if an empty {self.sizes} is meant")
+            else:
+                why = (f"a parameter declared without min= is a count or a size; give a value >= {self.min}, or "
+                       f"declare min={v} (or lower) on it if negative values are meant")
+        else:
+            why = f"give a value in {self.range_text()}"
+        raise OwnershipError(
+            Code.BAD_PARAM, f"parameter {self.name}={v} is outside its range ({self.range_text()}){where}: {why}",
+            self.file, self.line,
+        )
 
 
 @dataclass(frozen=True, eq=False)

@@ -322,10 +322,6 @@ class View(ViewBase):
             self._flags.append(invariant)
 
 
-def _range(lo: int | None, hi: int | None) -> str:
-    if lo is not None and hi is not None:
-        return f"{lo}..{hi}"
-    return f">= {lo}" if lo is not None else f"<= {hi}"
 class Instance(Successors, DeterminismAudit, InvariantChecks, StateCodec):
     """A spec with every parameter fixed: the concrete semantics engines share."""
 
@@ -340,13 +336,9 @@ class Instance(Successors, DeterminismAudit, InvariantChecks, StateCodec):
                 raise OwnershipError(
                     Code.UNKNOWN_PARAM, f"spec {spec.name} has no parameter {name!r} (known: {known})", spec.file, spec.line
                 )
-            values[name] = int(value)
-        for name, p in spec.params.items():
-            v = values[name]
-            if (p.min is not None and v < p.min) or (p.max is not None and v > p.max):
-                raise OwnershipError(
-                    Code.BAD_PARAM, f"parameter {name}={v} is outside its range ({_range(p.min, p.max)})", spec.file, spec.line
-                )
+            values[name] = value
+        for name, p in spec.params.items():  # type and range, refused at the declaration (OWN011)
+            values[name] = p.checked(values[name])
         self.param_values = values
         self.params = Params(values)
         self.sizes: dict[str, int] = {}

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import ast
+import dataclasses
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import inspect
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ownership.errors import Code, OwnershipError, SpecWarning, location_in
-from ownership.lang.model import Spec, argument_domain
+from ownership.lang import reach
+from ownership.lang.model import Spec
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -41,14 +41,34 @@ def load_spec(path: str | Path) -> Spec:
     if not isinstance(spec, Spec):
         spec = found[0]
     spec.file = str(p)
+    _name_params_as_given(spec, p)
     spec.validate()
-    spec.warnings = unregistered_actions(module, spec, source, str(p))
+    # What the spec can run decides both: a redefinition that changes nothing (OWN008, refused)
+    # and an action-shaped function nothing runs (OWN071, a warning).
+    reached = reach.Reach(spec)
+    reach.check_redefinitions(module, spec, str(p), reached)
+    reach.check_constant_redefinitions(module, spec, str(p), reached)
+    spec.warnings = reach.unregistered_actions(module, spec, str(p), reached)
     return spec
+
+
+def _name_params_as_given(spec: Spec, p: Path) -> None:
+    """Locate the parameters this file declares by the path the user gave, as every other error is."""
+    for name, param in spec.params.items():
+        if param.file is not None and param.file != str(p) and _same_file(param.file, p):
+            spec.params[name] = dataclasses.replace(param, file=str(p))
+
+
+def _same_file(a: str, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == b.resolve()
+    except OSError:  # pragma: no cover - unreadable paths
+        return False
 
 
 def _module_name(p: Path) -> str:
     """One module name per spec file, however it is reached (loaded, or imported by a derived spec)."""
-    return f"ownership_spec_{p.stem}_{abs(hash(str(p.resolve()))):x}"
+    return f"{reach.SPEC_MODULE_PREFIX}{p.stem}_{abs(hash(str(p.resolve()))):x}"
 
 
 def _exec_spec_module(p: Path, source: str) -> ModuleType:
@@ -151,68 +171,9 @@ def _source_text(p: Path) -> str:
         ) from None
 
 
-def _referenced_names(source: str) -> set[str]:
-    """Every name the module's code loads (``f`` in ``f(s)``, ``mod.f``, ``idle=f``), not the ones it defines."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            names.add(node.attr)
-    return names
-
-
-def _is_domain(annotation: Any, spec: Spec, namespace: dict[str, Any]) -> bool:
-    return argument_domain(annotation, spec, namespace) is not None
-
-
-def _looks_like_action(fn: Any, spec: Spec) -> bool:
-    """``fn(s, a: Domain, ...)``: the view first, then only arguments annotated with the spec's domains."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # pragma: no cover - builtins and odd callables
-        return False
-    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
-        return False
-    namespace = fn.__globals__
-    if params[0].annotation is not inspect.Parameter.empty and _is_domain(params[0].annotation, spec, namespace):
-        return False  # the first argument is a domain element, not the view
-    return all(_is_domain(p.annotation, spec, namespace) and p.default is inspect.Parameter.empty
-               for p in params[1:])
-
-
 def unregistered_actions(module: ModuleType, spec: Spec, source: str, path: str) -> list[SpecWarning]:
-    """Functions of the spec module shaped like an action that nothing registers or calls.
-
-    An action whose ``@spec.action`` was forgotten is silently never run, and
-    every invariant then holds for a protocol without that step.  A function
-    of this module counts when its first argument could be the view and every
-    other argument is annotated with one of the spec's domains, and it is not
-    an action, helper, invariant or terminal predicate, and no code in the
-    module refers to it (a plain helper that actions call is referred to).
-    """
-    registered: set[int] = {id(a.fn) for a in spec.actions.values()}
-    registered |= {id(i.fn) for i in spec.invariants.values()}
-    registered |= {id(f) for f in spec.helpers.values()}
-    if spec.done is not None:
-        registered.add(id(spec.done))
-    used = _referenced_names(source)
-    out: list[SpecWarning] = []
-    for name, obj in vars(module).items():
-        if not inspect.isfunction(obj) or obj.__module__ != module.__name__:
-            continue  # imported from elsewhere (another spec, the vocabulary)
-        fn = inspect.unwrap(obj)
-        if id(obj) in registered or id(fn) in registered or name in used or not _looks_like_action(fn, spec):
-            continue
-        line = fn.__code__.co_firstlineno
-        out.append(SpecWarning(
-            Code.UNREGISTERED_ACTION,
-            f"function {name} looks like an action (the view, then arguments typed with the spec's domains) "
-            f"but is not registered and nothing calls it, so no engine ever runs it: add @spec.action "
-            f"(or @spec.invariant / @spec.helper if that is what it is)",
-            path, line, name,
-        ))
-    return out
+    """OWN071 for the spec module (see :func:`ownership.lang.reach.unregistered_actions`); ``source`` is unused."""
+    return reach.unregistered_actions(module, spec, path)
 
 
 def spec_files(directory: str | Path) -> list[Path]:

@@ -84,12 +84,21 @@ class Spec:
         return OwnershipError(Code.SPEC_INVALID, f"spec {self.name}: {message}", file, line or here)
 
     def param(self, name: str, default: int, doc: str = "", *, min: int | None = None, max: int | None = None) -> Param:  # noqa: A002
-        """Declare an integer parameter (``--param NAME=VALUE`` overrides it)."""
+        """Declare an integer parameter (``--param NAME=VALUE`` overrides it).
+
+        An instance may use the values ``min..max``.  Without ``min`` a
+        parameter is a count or a size: its lower bound is 0, and 1 once a
+        domain is sized by it (``spec.domain("Req", "requests")``).  Declare
+        ``min=`` to allow less (a negative offset; ``min=0`` for a domain that
+        may be empty).  A bound that is not an int, ``min > max`` or a default
+        outside the range is refused here (OWN007); a value outside it is
+        refused when an instance is built, at this line (OWN011).
+        """
         if name in self.params:
             raise self._error(f"parameter {name} declared twice")
         if isinstance(default, bool) or not isinstance(default, int):
             raise self._error(f"parameter {name}: default must be an int, got {default!r}")
-        p = Param(name, default, doc, min, max)
+        p = Param.declare(self.name, name, default, doc, min, max, *caller_location(2))
         self.params[name] = p
         return p
 
@@ -118,6 +127,8 @@ class Spec:
             )
         if isinstance(size, str) and size not in self.params:
             raise self._error(f"domain {name}: size names unknown parameter {size!r}")
+        if isinstance(size, str):  # a count that sizes a domain: at least 1 unless declared otherwise
+            self.params[size] = self.params[size].sizing(self.name, name, *caller_location(2))
         d = Domain(name, size, symmetric, names, doc, ordered)
         self.domains[name] = d
         return d
@@ -186,6 +197,11 @@ class Spec:
         This is how a fixed version is written as the diff from the shipped
         one: the derived spec shares every declaration and replaces only the
         actions the fix changed, so a reviewer reads exactly the patch.
+
+        Only :meth:`replace` changes what the derived spec runs.  A plain
+        ``def`` in the derived file named like a function the base's code
+        calls is never run (the base's code looks names up in its own module);
+        loading the file refuses it (OWN008, see :mod:`ownership.lang.reach`).
         """
         file, line = caller_location(2)
         return Spec(
@@ -210,8 +226,11 @@ class Spec:
     def replace(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: replace the existing action or helper of the same name (see :meth:`derive`).
 
-        Replacing a helper changes it for every action that calls it, in this
-        spec only: the spec it was derived from keeps its own.
+        Replacing a helper changes it for everything this spec runs that calls
+        it: its actions, and also the invariants and the ``@spec.terminal``
+        predicate inherited from the base, so a helper the terminal predicate
+        calls changes which states count as idle in this spec.  The spec it
+        was derived from keeps its own.
         """
         if fn.__name__ in self.helpers:
             self.helpers[fn.__name__] = fn
@@ -436,4 +455,15 @@ def _dispatcher(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(s: Any, *args: Any, **kwargs: Any) -> Any:
         return s._inst.spec.helpers[name](s, *args, **kwargs)
 
+    call.__dict__[HELPER_MARK] = name  # what reading the spec follows (ownership.lang.reach)
     return call
+
+
+HELPER_MARK = "__ownership_helper__"
+"""The attribute naming the helper a dispatcher stands in for."""
+
+
+def dispatched_helper(fn: Any) -> str | None:
+    """The name of the helper ``fn`` dispatches to, if it is a helper's stand-in."""
+    name = getattr(fn, "__dict__", {}).get(HELPER_MARK)
+    return name if isinstance(name, str) else None
