@@ -202,3 +202,25 @@ def check_static(spec: Any) -> None:
         check_function(fn, f"helper {name}", seen, project)
     if spec.done is not None:
         check_function(spec.done, "the terminal predicate", seen, project)
+
+
+def project_modules(spec: Any) -> list[types.ModuleType]:
+    """The spec's module and the project modules it reaches (imported, or the home of a function it imports).
+
+    The determinism audit watches their module-level data: a search must not change it.
+    """
+    project = Project(getattr(spec, "file", None))
+    fns = [a.fn for a in spec.actions.values()] + [i.fn for i in spec.invariants.values()] + list(spec.helpers.values())
+    todo = [sys.modules[m] for m in {getattr(fn, "__module__", None) for fn in fns} if m in sys.modules]
+    found: dict[str, types.ModuleType] = {}
+    while todo:
+        module = todo.pop()
+        if module.__name__ in found:
+            continue
+        found[module.__name__] = module
+        for value in list(vars(module).values()):
+            home = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
+            if isinstance(home, types.ModuleType) and home.__name__ not in found \
+                    and project.owns(getattr(home, "__file__", None)):
+                todo.append(home)
+    return list(found.values())

@@ -13,6 +13,7 @@ from ownership import Spec, require
 spec = Spec("impure_project_counter", summary="a guard through a counter in an imported module")
 spec.var("ready", bool, init=False)
 spec.var("boosted", bool, init=False)
+spec.param("bound", 0, "a bound the invariant allows (--free bound)", min=0, max=2)
 
 
 @spec.action
@@ -29,4 +30,4 @@ def get_ready(s):
 
 @spec.invariant
 def never_boosted(s):
-    return not s.boosted
+    return not s.boosted or s.params.bound > 2

@@ -17,6 +17,7 @@ Req = spec.domain("Req", 2)
 ReqId = Annotated[int, Req]
 spec.var("running", bool, per=Req, init=False)
 spec.var("finished", int, init=0)
+spec.param("bound", 0, "a bound the invariant allows (--free bound)", min=0, max=2)
 
 
 @spec.action
@@ -34,4 +35,4 @@ def admit(s, r: ReqId):
 
 @spec.invariant
 def nothing_finished(s):
-    return s.finished == 0
+    return s.finished <= s.params.bound

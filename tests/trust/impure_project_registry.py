@@ -17,6 +17,7 @@ Req = spec.domain("Req", 2)
 ReqId = Annotated[int, Req]
 spec.var("running", bool, per=Req, init=False)
 spec.var("retried", int, init=0)
+spec.param("bound", 0, "a bound the invariant allows (--free bound)", min=0, max=2)
 
 
 @spec.action
@@ -33,4 +34,4 @@ def admit(s, r: ReqId):
 
 @spec.invariant
 def never_retried(s):
-    return s.retried == 0
+    return s.retried <= s.params.bound

@@ -14,6 +14,7 @@ spec = Spec("pure_project_helpers", summary="a spec using pure helpers of its pr
 Req = spec.domain("Req", 2, names=NAMES)
 ReqId = Annotated[int, Req]
 spec.var("used", int, per=Req, init=0)
+spec.param("bound", 0, "a bound the invariant allows (--free bound)", min=0, max=2)
 
 
 @spec.action
@@ -25,4 +26,4 @@ def use(s, r: ReqId):
 
 @spec.invariant
 def within_budget(s):
-    return s.used[0] <= project_helpers.LIMIT and s.used[1] <= project_helpers.LIMIT
+    return s.used[0] <= project_helpers.LIMIT + s.params.bound and s.used[1] <= project_helpers.LIMIT
