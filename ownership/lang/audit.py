@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ownership.errors import Code, OwnershipError
-from ownership.lang.purity import Project, project_modules
+from ownership.lang.purity import Project, watched_globals
 
 if TYPE_CHECKING:
     from ownership.lang.instance import State
@@ -50,7 +50,7 @@ class DeterminismAudit:
         """The module-level data of the spec and its project modules (found once per instance)."""
         data = self.__dict__.get("_module_data")
         if data is None:
-            data = self.__dict__["_module_data"] = ModuleData(project_modules(self.spec),
+            data = self.__dict__["_module_data"] = ModuleData(watched_globals(self.spec),
                                                               Project(self.spec.file).owns)
         return data
 
@@ -148,14 +148,19 @@ class ModuleData:
     running it twice in one state may never show.
     """
 
-    def __init__(self, modules: Sequence[types.ModuleType], owns: Callable[[str | None], bool]) -> None:
-        self.modules = list(modules)
+    def __init__(self, watched: Sequence[tuple[dict[str, Any], str]], owns: Callable[[str | None], bool]) -> None:
+        self.watched = list(watched)
         self.owns = owns
 
     def snapshot(self) -> tuple[Any, ...]:
         """The data now (compared with ``==``)."""
-        return tuple(tuple((name, id(v), self._shape(v, 0)) for name, v in list(vars(m).items())
-                           if not name.startswith("__")) for m in self.modules)
+        return tuple((id(env.get(name)), self._safe_shape(env.get(name))) for env, name in self.watched)
+
+    def _safe_shape(self, v: Any) -> Any:
+        try:
+            return self._shape(v, 0)
+        except Exception:  # noqa: BLE001 - a project object's attribute may raise: then it is not looked into
+            return type(v).__qualname__
 
     def _shape(self, v: Any, depth: int) -> Any:  # noqa: C901 - one case per kind of value
         if isinstance(v, _SCALARS):
@@ -178,7 +183,7 @@ class ModuleData:
         if isinstance(v, (types.ModuleType, types.BuiltinFunctionType, types.MethodType)):
             return None
         if type(v).__module__ in ("itertools", "random"):
-            return repr(v) if type(v).__module__ == "itertools" else v.getstate()
+            return repr(v) if type(v).__module__ == "itertools" else v.getstate()  # SystemRandom raises: not looked into
         owner = v if isinstance(v, type) else type(v)
         if not self.owns(getattr(sys.modules.get(owner.__module__), "__file__", None)):
             return type(v).__qualname__  # the checker's, the standard library's: not looked into
@@ -192,19 +197,13 @@ class ModuleData:
         now = self.snapshot()
         if now == before:
             return None
-        for m, a, b in zip(self.modules, before, now, strict=True):
-            if a == b:
+        for (env, name), (id_a, a), (id_b, b) in zip(self.watched, before, now, strict=True):
+            if (id_a, a) == (id_b, b):
                 continue
-            old = {name: (ident, shape) for name, ident, shape in a}
-            for name, ident, shape in b:
-                if old.get(name) == (ident, shape):
-                    continue
-                file = getattr(m, "__file__", None)
-                how = "was rebound" if name in old and old[name][0] != ident else (
-                    "was added" if name not in old else "changed inside")
-                return f"{Path(str(file)).stem}.{name} {how}", file, _defined_at(file, name)
-            return f"module {Path(str(getattr(m, '__file__', m.__name__))).stem} lost a global", None, None
-        return "module-level data changed", None, None
+            file = env.get("__file__")
+            how = "was rebound" if id_a != id_b else "changed inside"
+            return f"{Path(str(file)).stem}.{name} {how}", file, _defined_at(file, name)
+        return "module-level data changed", None, None  # pragma: no cover - a difference is always found above
 
 
 def _filled(cell: Any) -> bool:

@@ -94,6 +94,8 @@ class Project:
         self.outside = tuple(Path(p).resolve() for p in {*sysconfig.get_paths().values(), sys.prefix,
                                                            sys.base_prefix} if p) + (_CHECKER,)
         self.known: dict[str, bool] = {}
+        self.refs: dict[tuple[int, str], tuple[dict[str, Any], str]] = {}
+        """Every module global spec code refers to, as (the module's globals, name): what the audit watches."""
 
     def owns(self, file: str | None) -> bool:
         """Whether ``file`` is the project's own code (cached per file name)."""
@@ -162,6 +164,7 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
         if name not in env:
             continue
         value = env[name]
+        project.refs.setdefault((id(env), name), (env, name))
         why = _impure_global(value, names)
         if why is not None:
             raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} {why} ({name})", code.co_filename,
@@ -173,6 +176,7 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
     for module in project.modules({n: env[n] for n in names if n in env}):
         for attr in sorted(names & set(vars(module))):
             value = vars(module)[attr]
+            project.refs.setdefault((id(vars(module)), attr), (vars(module), attr))
             why = _impure_global(value, names)
             if why is not None and not isinstance(value, types.ModuleType):
                 raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} {why} "
@@ -204,23 +208,14 @@ def check_static(spec: Any) -> None:
         check_function(spec.done, "the terminal predicate", seen, project)
 
 
-def project_modules(spec: Any) -> list[types.ModuleType]:
-    """The spec's module and the project modules it reaches (imported, or the home of a function it imports).
+def watched_globals(spec: Any) -> list[tuple[dict[str, Any], str]]:
+    """Every module global the spec's code refers to, in its module or its project's: (the module's globals, name).
 
-    The determinism audit watches their module-level data: a search must not change it.
+    The determinism audit watches them: a search must leave them as it found them.
     """
     project = Project(getattr(spec, "file", None))
+    seen: set[int] = set()
     fns = [a.fn for a in spec.actions.values()] + [i.fn for i in spec.invariants.values()] + list(spec.helpers.values())
-    todo = [sys.modules[m] for m in {getattr(fn, "__module__", None) for fn in fns} if m in sys.modules]
-    found: dict[str, types.ModuleType] = {}
-    while todo:
-        module = todo.pop()
-        if module.__name__ in found:
-            continue
-        found[module.__name__] = module
-        for value in list(vars(module).values()):
-            home = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
-            if isinstance(home, types.ModuleType) and home.__name__ not in found \
-                    and project.owns(getattr(home, "__file__", None)):
-                todo.append(home)
-    return list(found.values())
+    for fn in [*fns, *([spec.done] if spec.done is not None else [])]:
+        check_function(fn, "spec code", seen, project)
+    return list(project.refs.values())
