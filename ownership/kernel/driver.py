@@ -44,7 +44,7 @@ AUDIT_EVERY = 64
 CROSS_CHECK_EVERY = 8192
 """After the first :data:`~ownership.lang.audit.EVERY_STATE` states (every one of them), one expanded state in
 this many is also expanded by the Python semantics and compared with the memo."""
-RECHECK_AT_END = 256
+RECHECK_AT_END = 64
 """The first states cross-checked again when the search ends: an action that remembers what ran since answers
 differently now."""
 CHUNK = 4096

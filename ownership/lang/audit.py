@@ -127,11 +127,11 @@ class DeterminismAudit:
         return "different outcomes"
 
 
-EVERY_STATE = 5_000
+EVERY_STATE = 1_000
 """A search's first expanded states, every one of them audited: every state of a search this small."""
 SAMPLE_EVERY = 64
 """... and after those, one expanded state in this many."""
-RERUN_BATCH = 5_000
+RERUN_BATCH = 2_000
 """Audited states kept (with what their expansion gave) until they are run again, later in the search."""
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
 
