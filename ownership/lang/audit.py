@@ -257,7 +257,7 @@ class SearchAudit:
         self.before = inst.module_data().snapshot()
         self.expanded = 0
         self.audited = 0
-        self.pending: list[tuple[State, list[tuple[int, State, tuple[Any, ...]]], tuple[bool, ...]]] = []
+        self.pending: list[tuple[State, list[tuple[int, State, tuple[Any, ...]]], tuple[bool | str, ...]]] = []
 
     def __call__(self, state: State, out: Sequence[tuple[ActionInstance, Successor]]) -> None:
         """The search expanded ``state`` into ``out``: audit it if it is one of those audited."""
@@ -289,8 +289,9 @@ class SearchAudit:
                 raise OwnershipError(
                     Code.SPEC_NONDETERMINISTIC,
                     f"invariant {inv.name} is not a deterministic function of the state: evaluated again later in "
-                    f"the search, in the same state ({self._cells(state)}), it gave {not held[inst.invariants.index(inv)]}"
-                    " where it gave the opposite before; read every input through the state variables",
+                    f"the search, in the same state ({self._cells(state)}), it gave {now_held[inst.invariants.index(inv)]}"
+                    f" where it gave {held[inst.invariants.index(inv)]} before; read every input through the state "
+                    "variables",
                     inv.file, inv.line,
                 )
             again: list[tuple[int, State, tuple[Any, ...]]] = []
@@ -312,8 +313,16 @@ class SearchAudit:
             )
         self.check_data(None)
 
-    def _invariants(self, state: State) -> tuple[bool, ...]:
-        return tuple(self.inst.holds(state, inv.name) for inv in self.inst.invariants)
+    def _invariants(self, state: State) -> tuple[bool | str, ...]:
+        """Every invariant's value in ``state``; an error is a value too (an invariant the run did not select may
+        raise where the search never evaluates it: that is its checks' business, not the audit's)."""
+        out: list[bool | str] = []
+        for inv in self.inst.invariants:
+            try:
+                out.append(self.inst.holds(state, inv.name))
+            except OwnershipError as exc:
+                out.append(f"an error ({exc.code.name})")
+        return tuple(out)
 
     def _first_difference(self, a: list[tuple[int, State, tuple[Any, ...]]], b: list[tuple[int, State, tuple[Any, ...]]]
                           ) -> tuple[ActionInstance, list[tuple[State, tuple[Any, ...]]], list[tuple[State, tuple[Any, ...]]]]:

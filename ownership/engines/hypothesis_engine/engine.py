@@ -115,8 +115,9 @@ def check_stateful(
     failure: BaseException | None = None
     interrupted: StopReason | None = None
     walked: tuple[Path, str] | None = None
-    audited = audit_prefix(inst)  # a random run samples: the determinism audit runs on a breadth-first prefix first
+    audited = "determinism not audited: the run was stopped first"
     try:
+        audited = audit_prefix(inst)  # a random run samples: the determinism audit runs on a breadth-first prefix first
         with inst.mode(recording=False):
             walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress)
             if walked is None:
