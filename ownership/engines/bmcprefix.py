@@ -143,8 +143,8 @@ def audit_prefix(inst: Instance) -> str:
         return done
     search = BreadthFirst(inst, symmetry=False, limits=Limits(max_states=AUDIT_STATES), catch_stops=False)
     outcome = search.run(Visitor())
-    whole = "every reachable state" if outcome.complete else f"the first {outcome.states:,} states"
-    note = (f"{outcome.audit} of a breadth-first search of {whole} at these parameter values "
-            "(the spec's code run concretely before the check)")
+    whole = "all" if outcome.complete else f"the first {outcome.states:,}"
+    note = (f"{outcome.audit}: the spec's code run concretely on {whole} of the states at these parameter values, "
+            "before the check")
     inst.__dict__["_prefix_audit"] = note
     return note
