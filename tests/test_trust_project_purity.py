@@ -141,3 +141,23 @@ def test_history_dependence_that_running_twice_in_a_state_never_shows_is_caught(
     assert err.value.code is Code.SPEC_NONDETERMINISTIC
     assert "action jump() is not a deterministic function of the state: run again later in the search" \
         in err.value.message
+
+
+@pytest.mark.parametrize("kernel", ["python", "compiled"])
+def test_an_invariant_that_changes_with_its_calls_is_refused(kernel: str, tmp_path: Path) -> None:
+    # It holds for its first six calls, counted by a generator: evaluated again, it does not.
+    (tmp_path / "pyproject.toml").write_text("")
+    ticker = f"ticker_{kernel}"  # a module name of its own: an import is cached by name for the process
+    (tmp_path / f"{ticker}.py").write_text("import itertools\n\nTICKS = (i for i in itertools.count())\n\n\n"
+                                        "def fresh():\n    return next(TICKS) < 6\n")
+    (tmp_path / "inv_spec.py").write_text(
+        f"import {ticker} as ticker\n\nfrom ownership import Spec, require\n\n"
+        "spec = Spec('inv_spec', summary='an invariant that holds for its first calls')\n"
+        "spec.var('x', int, init=0)\n\n\n@spec.action\ndef step(s):\n    require(s.x < 3)\n    s.x = s.x + 1\n\n\n"
+        "@spec.action\ndef back(s):\n    require(s.x > 0)\n    s.x = s.x - 1\n\n\n"
+        "@spec.invariant\ndef small(s):\n    return ticker.fresh() and s.x < 100\n")
+    inst = Instance(load_spec(tmp_path / "inv_spec.py"), {})
+    with pytest.raises(OwnershipError) as err:
+        explore(inst, ExploreOptions(kernel=kernel, symmetry=False))
+    assert err.value.code is Code.SPEC_NONDETERMINISTIC
+    assert "invariant small is not a" in err.value.message

@@ -226,6 +226,16 @@ class _Search:
                     "(a module global, a cached helper); read every input through the state variables",
                     ai.action.file, ai.action.line,
                 )
+        for j, name in enumerate(self.names):
+            leaf = _leaf_of(memo, len(self.ais) + j, row, self.codec)
+            if leaf >= 0 and bool(memo.node_a[leaf]) != self.inst.holds(state, name):
+                inv = self.inst.spec.invariants[name]
+                raise OwnershipError(
+                    Code.SPEC_NONDETERMINISTIC,
+                    f"invariant {name} is not a deterministic function of the state: evaluated again in a state that "
+                    "agrees on every cell it read where it was evaluated before, it gave the opposite value; read "
+                    "every input through the state variables", inv.file, inv.line,
+                )
 
     # -- the search ------------------------------------------------------------------
     def run(self) -> KernelRun:
