@@ -161,3 +161,19 @@ def test_an_invariant_that_changes_with_its_calls_is_refused(kernel: str, tmp_pa
         explore(inst, ExploreOptions(kernel=kernel, symmetry=False))
     assert err.value.code is Code.SPEC_NONDETERMINISTIC
     assert "invariant small is not a" in err.value.message
+
+
+def test_a_project_module_imported_inside_an_action_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helper_local.py").write_text(
+        "SEEN = {}\n\n\ndef once(r):\n    if r in SEEN:\n        return False\n    SEEN[r] = True\n    return True\n")
+    (tmp_path / "local_import.py").write_text(
+        "import helper_local as _loaded  # noqa: F401\n\nfrom ownership import Spec, require\n\n"
+        "spec = Spec('local_import', summary='a helper imported inside the action')\n"
+        "spec.var('x', int, init=0)\n\n\n@spec.action\ndef step(s):\n    import helper_local\n"
+        "    require(helper_local.once(1) and s.x == 0)\n    s.x = 1\n\n\n"
+        "@spec.invariant\ndef small(s):\n    return s.x < 2\n")
+    with pytest.raises(OwnershipError) as err:
+        Instance(load_spec(tmp_path / "local_import.py"), {})
+    assert err.value.code is Code.SPEC_IMPURE
+    assert err.value.file is not None and Path(err.value.file).name == "helper_local.py"

@@ -152,11 +152,14 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
         f" (in {Path(code.co_filename).name}, {getattr(fn, '__qualname__', '?')}, which it calls)")
     names: set[str] = set()
     stores: set[str] = set()
+    local_imports: dict[str, Any] = {}
     for c in _codes(code):
         names.update(c.co_names)
         for ins in dis.get_instructions(c):
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
                 stores.add(str(ins.argval))
+            elif ins.opname == "IMPORT_NAME" and str(ins.argval) in sys.modules:
+                local_imports[str(ins.argval)] = sys.modules[str(ins.argval)]  # ``import helper`` inside a function
     for name in sorted(stores):
         raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} assigns the module global {name}: state an action "
                              "changes must be a state variable (spec.var)", code.co_filename, _line_of(code, name))
@@ -173,7 +176,7 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
         for inner in _callees(value, project, here):
             check_function(inner, what, seen, project)
     # ``module.attr`` of a project module the code refers to: judged as if imported by name.
-    for module in project.modules({n: env[n] for n in names if n in env}):
+    for module in project.modules({**local_imports, **{n: env[n] for n in names if n in env}}):
         for attr in sorted(names & set(vars(module))):
             value = vars(module)[attr]
             project.refs.setdefault((id(vars(module)), attr), (vars(module), attr))
