@@ -177,3 +177,15 @@ def test_a_project_module_imported_inside_an_action_is_followed(tmp_path: Path) 
         Instance(load_spec(tmp_path / "local_import.py"), {})
     assert err.value.code is Code.SPEC_IMPURE
     assert err.value.file is not None and Path(err.value.file).name == "helper_local.py"
+
+
+def test_a_random_run_step_is_run_twice() -> None:
+    # What the random walks and Hypothesis' steps call: the same step again, in the same state.
+    inst = Instance(load_spec(TRUST / "impure_counter.py"), {})
+    ai = inst.action_instances[0]
+    succ = inst.run_with_picks(inst.init_state, ai, ())
+    assert succ is not None
+    with pytest.raises(OwnershipError) as err:
+        inst.audit_step(inst.init_state, ai, succ)
+    assert err.value.code is Code.SPEC_NONDETERMINISTIC
+    assert "action step() is not a deterministic function of the state" in err.value.message
