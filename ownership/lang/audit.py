@@ -151,10 +151,22 @@ class ModuleData:
     def __init__(self, watched: Sequence[tuple[dict[str, Any], str]], owns: Callable[[str | None], bool]) -> None:
         self.watched = list(watched)
         self.owns = owns
+        self.owned: dict[type, bool] = {}
+        self.deep: list[int] | None = None
 
     def snapshot(self) -> tuple[Any, ...]:
-        """The data now (compared with ``==``)."""
-        return tuple((id(env.get(name)), self._safe_shape(env.get(name))) for env, name in self.watched)
+        """The data now (compared with ``==``): every global's identity, and the contents of those that can change.
+
+        A value whose contents cannot change in place (a number, a function
+        without mutable defaults, an object of the checker's or the standard
+        library's) is watched by identity alone, decided once: a snapshot is
+        taken on every audited state.
+        """
+        if self.deep is None:
+            self.deep = [i for i, (env, name) in enumerate(self.watched) if not _fixed(self._safe_shape(env.get(name)))]
+        watched = self.watched
+        return tuple(id(env.get(name)) for env, name in watched) + tuple(
+            self._safe_shape(watched[i][0].get(watched[i][1])) for i in self.deep)
 
     def _safe_shape(self, v: Any) -> Any:
         try:
@@ -173,7 +185,7 @@ class ModuleData:
             items = list(v.items()) if isinstance(v, dict) else [(x, None) for x in v]
             return (type(v).__name__, len(v), tuple((self._shape(k, depth + 1), self._shape(x, depth + 1))
                                                     for k, x in items[:1000]))
-        if hasattr(v, "cache_info") and callable(v.cache_info):
+        if hasattr(type(v), "cache_info"):  # the class's: an object's own __getattr__ may be costly
             return ("cache", v.cache_info().currsize)
         if isinstance(v, types.FunctionType):
             if not self.owns(v.__code__.co_filename):
@@ -183,9 +195,12 @@ class ModuleData:
         if isinstance(v, (types.ModuleType, types.BuiltinFunctionType, types.MethodType)):
             return None
         if type(v).__module__ in ("itertools", "random"):
-            return repr(v) if type(v).__module__ == "itertools" else v.getstate()  # SystemRandom raises: not looked into
+            return ("iterator", repr(v)) if type(v).__module__ == "itertools" else ("random", v.getstate())  # SystemRandom raises: not looked into
         owner = v if isinstance(v, type) else type(v)
-        if not self.owns(getattr(sys.modules.get(owner.__module__), "__file__", None)):
+        owned = self.owned.get(owner)
+        if owned is None:
+            owned = self.owned[owner] = self.owns(getattr(sys.modules.get(owner.__module__), "__file__", None))
+        if not owned:
             return type(v).__qualname__  # the checker's, the standard library's: not looked into
         attrs = vars(v) if hasattr(v, "__dict__") else {}
         return (owner.__qualname__, tuple((k, self._shape(x, depth + 1)) for k, x in list(attrs.items())
@@ -197,13 +212,22 @@ class ModuleData:
         now = self.snapshot()
         if now == before:
             return None
-        for (env, name), (id_a, a), (id_b, b) in zip(self.watched, before, now, strict=True):
-            if (id_a, a) == (id_b, b):
+        n = len(self.watched)
+        shapes_a, shapes_b = dict(zip(self.deep or [], before[n:], strict=True)), dict(zip(self.deep or [], now[n:], strict=True))
+        for i, (env, name) in enumerate(self.watched):
+            if before[i] == now[i] and shapes_a.get(i) == shapes_b.get(i):
                 continue
             file = env.get("__file__")
-            how = "was rebound" if id_a != id_b else "changed inside"
+            how = "was rebound" if before[i] != now[i] else "changed inside"
             return f"{Path(str(file)).stem}.{name} {how}", file, _defined_at(file, name)
         return "module-level data changed", None, None  # pragma: no cover - a difference is always found above
+
+
+def _fixed(shape: Any) -> bool:
+    """Whether a value of this shape cannot change in place (watched by identity alone)."""
+    if shape is None or isinstance(shape, _SCALARS):
+        return True
+    return shape[0] == "function" and shape[1:] == (None, None, ()) if isinstance(shape, tuple) else False
 
 
 def _filled(cell: Any) -> bool:
