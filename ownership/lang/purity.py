@@ -153,13 +153,20 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
     names: set[str] = set()
     stores: set[str] = set()
     local_imports: dict[str, Any] = {}
+    attrs_of: dict[str, set[str]] = {}
+    """Per name loaded (a module, say), the attributes read right after it: ``helper.once``."""
     for c in _codes(code):
         names.update(c.co_names)
+        loaded: str | None = None
         for ins in dis.get_instructions(c):
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
                 stores.add(str(ins.argval))
             elif ins.opname == "IMPORT_NAME" and str(ins.argval) in sys.modules:
                 local_imports[str(ins.argval)] = sys.modules[str(ins.argval)]  # ``import helper`` inside a function
+            if loaded is not None and ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"):
+                attrs_of.setdefault(loaded, set()).add(str(ins.argval))
+            loaded = str(ins.argval) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF",
+                                                       "IMPORT_NAME") else None
     for name in sorted(stores):
         raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} assigns the module global {name}: state an action "
                              "changes must be a state variable (spec.var)", code.co_filename, _line_of(code, name))
@@ -176,8 +183,10 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
         for inner in _callees(value, project, here):
             check_function(inner, what, seen, project)
     # ``module.attr`` of a project module the code refers to: judged as if imported by name.
-    for module in project.modules({**local_imports, **{n: env[n] for n in names if n in env}}):
-        for attr in sorted(names & set(vars(module))):
+    bound = {**local_imports, **{n: env[n] for n in names if n in env}}
+    for module in project.modules(bound):
+        read = set().union(*(attrs_of.get(n, set()) for n, v in bound.items() if v is module))
+        for attr in sorted(read & set(vars(module))):
             value = vars(module)[attr]
             project.refs.setdefault((id(vars(module)), attr), (vars(module), attr))
             why = _impure_global(value, names)

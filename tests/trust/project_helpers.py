@@ -6,6 +6,7 @@ from dataclasses import dataclass
 LIMIT = 2
 NAMES = ("a", "b")
 ALLOWED = frozenset({0, 1})
+used: list[int] = []  # the project's own bookkeeping, which the spec never reads (it reads s.used)
 
 
 class Phase(enum.Enum):
