@@ -120,3 +120,31 @@ def _states(inst: Instance, path: list[tuple[int, tuple[Any, ...]]]) -> tuple[St
     """The states of the execution ``path`` from the initial state (replayed through the concrete semantics)."""
     trace = build_trace(inst, path, engine="bmc", violation=None)
     return tuple(inst.from_json(s) for s in trace.states)
+
+
+AUDIT_STATES = 5_000
+"""States of the breadth-first prefix the engines without a concrete search of their own audit."""
+
+
+def audit_prefix(inst: Instance) -> str:
+    """The determinism audit over a breadth-first prefix of ``inst`` (at most :data:`AUDIT_STATES` states).
+
+    bmc and prove run spec code symbolically once per path (a helper's
+    memo, counter or cache is frozen into the encoding as it was then),
+    random runs and the free-parameter explorer sample: none of them would
+    see an action that changes with what ran before.  This runs the
+    explorer's audit (:class:`~ownership.lang.audit.SearchAudit`: every
+    state expanded again later, the module-level data compared) over the
+    first states, once per instance; OWN066 if it fails.  Returns the note
+    for the verdict.
+    """
+    done = inst.__dict__.get("_prefix_audit")
+    if isinstance(done, str):
+        return done
+    search = BreadthFirst(inst, symmetry=False, limits=Limits(max_states=AUDIT_STATES), catch_stops=False)
+    outcome = search.run(Visitor())
+    whole = "all" if outcome.complete else f"the first {outcome.states:,}"
+    note = (f"{outcome.audit}: the spec's code run concretely on {whole} of the states at these parameter values, "
+            "before the check")
+    inst.__dict__["_prefix_audit"] = note
+    return note

@@ -208,6 +208,8 @@ def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], li
             f"inconclusive: every interleaving of up to {depth - 1} steps was checked, "
             f"then the search {reason.value} while exploring depth {depth}"
         )
+    if outcome.audit:
+        notes.append(outcome.audit)
     trace = None
     bad = stop.detail if reason in (StopReason.VIOLATION, StopReason.DEADLOCK) else None
     if stop.node is not None:

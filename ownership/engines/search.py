@@ -51,6 +51,7 @@ from ownership.core.result import StopReason
 from ownership.engines.coverage import ActionTally
 from ownership.engines.storage import Frontier, LevelLists, SeenSet, Tree
 from ownership.engines.symmetry import SymmetryPlan, make_canonicalizer, plan_symmetry
+from ownership.lang.audit import SearchAudit
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance, Successor
 
@@ -163,6 +164,8 @@ class Outcome:
     storage: str | None = None
     """How states were stored: ``exact (dict of states)`` for the default seen-set, a replacement's
     ``storage`` attribute, or what another driver says (``None``: not said)."""
+    audit: str | None = None
+    """Which expanded states the determinism audit ran on (``None``: the search's successor function was replaced)."""
 
     @property
     def bytes_per_state(self) -> float | None:
@@ -213,7 +216,9 @@ class BreadthFirst:
         self.progress = progress
         self.frontier: Frontier = frontier if frontier is not None else LevelLists()
         self.seen: SeenSet = seen if seen is not None else {}
-        self.expand: Expand = expand if expand is not None else inst.expand
+        # The spec's own successor function is audited for determinism (a replacement audits its own).
+        self.audit = SearchAudit(inst) if expand is None else None
+        self.expand: Expand = expand if expand is not None else self._audited(inst.expand, self.audit)
         self.init = init if init is not None else inst.init_state
         self.catch_stops = catch_stops
         self.tree = Tree()
@@ -226,6 +231,14 @@ class BreadthFirst:
         """The highest resident memory the loop read (it reads only with a budget or progress reports)."""
         self.start_memory = 0
         """The resident memory when :meth:`run` started (0: not read yet)."""
+
+    @staticmethod
+    def _audited(expand: Expand, audit: Any) -> Expand:
+        def audited(state: Any) -> Sequence[tuple[ActionInstance, Successor]]:
+            out = expand(state)
+            audit(state, out)
+            return out
+        return audited
 
     @property
     def reduced(self) -> bool:
@@ -261,6 +274,8 @@ class BreadthFirst:
             if out_of_memory:
                 self._free()
                 stop = Stop(StopReason.MEMORY_LIMIT, depth=self.level + 1)
+            elif self.audit is not None and stop.reason not in (StopReason.TIME_LIMIT, StopReason.INTERRUPTED):
+                self.audit.rerun()  # the audited states, expanded again now that the search has run
             end_memory = meter()
         complete = stop.reason is StopReason.EXHAUSTED and not self.dropped
         # The process's own peak is this search's if it rose while it ran; else the highest reading.
@@ -268,7 +283,8 @@ class BreadthFirst:
         peak = peak_after if peak_after > peak_before else max(self.high_memory, end_memory)
         return Outcome(stop, self.level, len(self.tree), self.transitions, self.expanded,
                        time.perf_counter() - start, complete, peak_memory=peak or None,
-                       start_memory=start_memory or None, storage=self.storage)
+                       start_memory=start_memory or None, storage=self.storage,
+                       audit=None if self.audit is None else self.audit.note())
 
     @property
     def storage(self) -> str | None:

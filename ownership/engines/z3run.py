@@ -17,6 +17,7 @@ from typing import Any
 
 from ownership.core.limits import stop_in, stop_reason_of
 from ownership.core.result import CheckResult, Stats, StopReason, Verdict
+from ownership.engines.bmcprefix import audit_prefix
 from ownership.engines.symmetry import plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
@@ -182,7 +183,8 @@ def until_stopped(engine: str, inst: Instance, options: BmcOptions, start: float
                   run: Callable[[], CheckResult]) -> CheckResult:
     """``run()``, or the UNKNOWN result of Ctrl-C, SIGTERM or the wall-clock limit in any of its phases."""
     try:
-        return run()
+        audited = audit_prefix(inst)  # the solver runs spec code once per path: audit it concretely first
+        return noted(run(), audited)
     except KeyboardInterrupt as exc:
         return stopped_result(engine, inst, options, start, reached, exc)
     except Exception as exc:  # noqa: BLE001 - a stop that came out of a Z3 call; anything else is re-raised

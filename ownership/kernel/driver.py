@@ -32,6 +32,7 @@ from ownership.kernel import loop
 from ownership.kernel.codec import Codec, TooWide
 from ownership.kernel.memo import Memo
 from ownership.kernel.store import ExactStore, FingerprintStore
+from ownership.lang.audit import EVERY_STATE, data_changed
 
 if TYPE_CHECKING:
     from ownership.lang.instance import Instance, State
@@ -41,7 +42,11 @@ AUDIT_FIRST = 32
 AUDIT_EVERY = 64
 """... and after those, one miss in this many."""
 CROSS_CHECK_EVERY = 8192
-"""One expanded state in this many is also expanded by the Python semantics and compared with the memo."""
+"""After the first :data:`~ownership.lang.audit.EVERY_STATE` states (every one of them), one expanded state in
+this many is also expanded by the Python semantics and compared with the memo."""
+RECHECK_AT_END = 64
+"""The first states cross-checked again when the search ends: an action that remembers what ran since answers
+differently now."""
 CHUNK = 4096
 """States expanded per compiled call between clock checks and progress reports."""
 
@@ -163,6 +168,8 @@ class _Search:
         self.scratch_bad = np.zeros(64, dtype=np.int32)
         self.io = np.zeros(loop.IO_SIZE, dtype=np.int64)
         self.audits = 0
+        self.cross_checks = 0
+        self.data_before = inst.module_data().snapshot()
         self.meter = Meter()
         self.start_memory = self.meter()
         self.peak_memory = self.start_memory
@@ -195,6 +202,10 @@ class _Search:
         row = [int(w) for w in self.store.row(node)]
         state = self.codec.unpack(row)
         memo = self.memo
+        self.cross_checks += 1
+        changed = data_changed(self.inst, self.data_before, "the search")
+        if changed is not None:
+            raise changed
         for a, ai in enumerate(self.ais):
             python = [(sc.state, sc.picks) for sc in self.inst.successors_of(state, ai)]
             leaf = _leaf_of(memo, a, row, self.codec)
@@ -214,6 +225,16 @@ class _Search:
                     "where it ran before: it depends on something other than the state variables it reads "
                     "(a module global, a cached helper); read every input through the state variables",
                     ai.action.file, ai.action.line,
+                )
+        for j, name in enumerate(self.names):
+            leaf = _leaf_of(memo, len(self.ais) + j, row, self.codec)
+            if leaf >= 0 and bool(memo.node_a[leaf]) != self.inst.holds(state, name):
+                inv = self.inst.spec.invariants[name]
+                raise OwnershipError(
+                    Code.SPEC_NONDETERMINISTIC,
+                    f"invariant {name} is not a deterministic function of the state: evaluated again in a state that "
+                    "agrees on every cell it read where it was evaluated before, it gave the opposite value; read "
+                    "every input through the state variables", inv.file, inv.line,
                 )
 
     # -- the search ------------------------------------------------------------------
@@ -251,7 +272,7 @@ class _Search:
                     if cursor >= next_check:
                         # The first states one at a time, then one in CROSS_CHECK_EVERY.
                         self._cross_check(cursor)
-                        next_check = cursor + 1 if cursor < AUDIT_FIRST else cursor + CROSS_CHECK_EVERY
+                        next_check = cursor + 1 if cursor < EVERY_STATE else cursor + CROSS_CHECK_EVERY
                     io[loop.IO_CURSOR] = cursor
                     io[loop.IO_END] = min(hi, cursor + CHUNK, max(next_check, cursor + 1))
                     status = self._call()
@@ -365,6 +386,8 @@ class _Search:
         n = int(io[loop.IO_NODES])
         if steps is None and node is not None:
             steps = self._path(node)
+        if reason not in (StopReason.TIME_LIMIT, StopReason.INTERRUPTED, StopReason.MEMORY_LIMIT):
+            self._recheck(n)
         return KernelRun(
             reason=reason, node=node, depth=depth, detail=detail, level=level, states=n,
             transitions=int(io[loop.IO_TRANSITIONS]), expanded=int(io[loop.IO_EXPANDED]),
@@ -374,7 +397,25 @@ class _Search:
             storage=self.store.describe(n, int(io[loop.IO_TRANSITIONS])),
             misses=self.memo.misses, memo_bytes=self.memo.nbytes, store_bytes=self.store.nbytes(n),
             peak_memory=max(self.peak_memory, self.meter()), start_memory=self.start_memory,
+            notes=[self._audit_note(int(io[loop.IO_EXPANDED]))],
         )
+
+    def _recheck(self, n: int) -> None:
+        """The first states cross-checked again at the end (exact storage keeps their rows), and the module data."""
+        if not self.store.fingerprints:
+            for node in range(min(n, RECHECK_AT_END)):
+                self._cross_check(node)
+        changed = data_changed(self.inst, self.data_before, "the search")
+        if changed is not None:
+            raise changed
+
+    def _audit_note(self, expanded: int) -> str:
+        """Which states the determinism audit compared with a fresh Python expansion, for the verdict."""
+        if expanded <= EVERY_STATE:
+            return (f"determinism audited on every one of {expanded:,} expanded states (each expanded again by "
+                    "the Python semantics and compared with the memo)")
+        return (f"determinism audited on the first {EVERY_STATE:,} expanded states and 1 in {CROSS_CHECK_EVERY:,} "
+                f"after ({self.cross_checks:,} Python expansions compared with the memo)")
 
 
 def _leaf_of(memo: Memo, root: int, row: list[int], codec: Codec) -> int:

@@ -16,8 +16,11 @@ static look cannot (OWN066).
 from __future__ import annotations
 
 import dis
+import sys
+import sysconfig
 import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ownership.errors import Code, OwnershipError
@@ -72,45 +75,159 @@ def _impure_global(value: Any, attrs: set[str]) -> str | None:
     return None
 
 
-def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = None) -> None:
-    """Raise OWN067 if ``fn`` (or a plain function of its module it calls) refers to something impure."""
+class Project:
+    """Which files are the spec author's own code: the static check follows calls into them.
+
+    A module counts when its file sits under the spec's folder or its project
+    root (the nearest folder above the spec with ``pyproject.toml``,
+    ``setup.cfg`` or ``.git``; the spec's folder if none), and is neither the
+    standard library, an installed package, nor the checker itself.
+    """
+
+    def __init__(self, spec_file: str | None) -> None:
+        self.roots: tuple[Path, ...] = ()
+        if spec_file:
+            folder = Path(spec_file).resolve().parent
+            root = next((d for d in (folder, *folder.parents)
+                         if any((d / m).exists() for m in ("pyproject.toml", "setup.cfg", ".git"))), folder)
+            self.roots = (folder, root)
+        self.outside = tuple(Path(p).resolve() for p in {*sysconfig.get_paths().values(), sys.prefix,
+                                                           sys.base_prefix} if p) + (_CHECKER,)
+        self.known: dict[str, bool] = {}
+        self.refs: dict[tuple[int, str], tuple[dict[str, Any], str]] = {}
+        """Every module global spec code refers to, as (the module's globals, name): what the audit watches."""
+
+    def owns(self, file: str | None) -> bool:
+        """Whether ``file`` is the project's own code (cached per file name)."""
+        if not file or file.startswith("<"):
+            return False
+        got = self.known.get(file)
+        if got is None:
+            path = Path(file).resolve()
+            got = (any(path.is_relative_to(r) for r in self.roots)
+                   and not any(path.is_relative_to(o) for o in self.outside)
+                   and not {"site-packages", "dist-packages"} & set(path.parts))
+            self.known[file] = got
+        return got
+
+    def modules(self, env: dict[str, Any]) -> list[types.ModuleType]:
+        """The project modules bound in ``env`` (a spec's or a helper's globals)."""
+        return [v for v in env.values() if isinstance(v, types.ModuleType) and self.owns(getattr(v, "__file__", None))]
+
+
+_CHECKER = Path(__file__).resolve().parents[1]
+"""The checker's own package: never followed (its code is checked by its own tests)."""
+
+
+def _callees(value: Any, project: Project, same_module: str | None) -> Iterator[types.FunctionType]:
+    """The functions inside ``value`` that the static check reads too: spec code, or the project's own."""
+    inner = getattr(value, "__wrapped__", value)
+    if isinstance(inner, types.FunctionType):
+        if inner.__module__ == same_module or project.owns(inner.__code__.co_filename):
+            yield inner
+    elif isinstance(inner, type) and project.owns(getattr(sys.modules.get(inner.__module__), "__file__", None)):
+        # A class of the project: its own methods (a dataclass's generated ones are not in a project file).
+        for attr in vars(inner).values():
+            fn = getattr(attr, "__func__", attr)
+            if isinstance(fn, types.FunctionType) and project.owns(fn.__code__.co_filename):
+                yield fn
+
+
+def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = None,
+                   project: Project | None = None) -> None:
+    """Raise OWN067 if ``fn``, or code it calls in its module or in the project's modules, refers to something impure.
+
+    The error is located where the impure thing is used: in the spec, or in
+    the project module the spec imports.
+    """
     seen = set() if seen is None else seen
+    project = Project(None) if project is None else project
     code = getattr(fn, "__code__", None)
     if code is None or id(code) in seen:
         return
     seen.add(id(code))
     env = getattr(fn, "__globals__", {})
+    here = getattr(fn, "__module__", None)
+    where = "" if not project.owns(code.co_filename) or _is_spec_module(env) else (
+        f" (in {Path(code.co_filename).name}, {getattr(fn, '__qualname__', '?')}, which it calls)")
     names: set[str] = set()
     stores: set[str] = set()
+    local_imports: dict[str, Any] = {}
+    attrs_of: dict[str, set[str]] = {}
+    """Per name loaded (a module, say), the attributes read right after it: ``helper.once``."""
     for c in _codes(code):
         names.update(c.co_names)
+        loaded: str | None = None
         for ins in dis.get_instructions(c):
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
                 stores.add(str(ins.argval))
+            elif ins.opname == "IMPORT_NAME" and str(ins.argval) in sys.modules:
+                local_imports[str(ins.argval)] = sys.modules[str(ins.argval)]  # ``import helper`` inside a function
+            if loaded is not None and ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"):
+                attrs_of.setdefault(loaded, set()).add(str(ins.argval))
+            loaded = str(ins.argval) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF",
+                                                       "IMPORT_NAME") else None
     for name in sorted(stores):
-        raise OwnershipError(Code.SPEC_IMPURE, f"{what} assigns the module global {name}: state an action "
+        raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} assigns the module global {name}: state an action "
                              "changes must be a state variable (spec.var)", code.co_filename, _line_of(code, name))
     for name in sorted(names):
         if name not in env:
             continue
         value = env[name]
+        project.refs.setdefault((id(env), name), (env, name))
         why = _impure_global(value, names)
         if why is not None:
-            raise OwnershipError(Code.SPEC_IMPURE, f"{what} {why} ({name})", code.co_filename, _line_of(code, name))
-        # A plain function of the same module is part of the action: look inside it too.
-        inner = getattr(value, "__wrapped__", value)
-        if isinstance(inner, types.FunctionType) and inner.__module__ == getattr(fn, "__module__", None):
-            check_function(inner, what, seen)
+            raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} {why} ({name})", code.co_filename,
+                                 _line_of(code, name))
+        # Code the action calls is part of the action: look inside it too.
+        for inner in _callees(value, project, here):
+            check_function(inner, what, seen, project)
+    # ``module.attr`` of a project module the code refers to: judged as if imported by name.
+    bound = {**local_imports, **{n: env[n] for n in names if n in env}}
+    for module in project.modules(bound):
+        read = set().union(*(attrs_of.get(n, set()) for n, v in bound.items() if v is module))
+        for attr in sorted(read & set(vars(module))):
+            value = vars(module)[attr]
+            project.refs.setdefault((id(vars(module)), attr), (vars(module), attr))
+            why = _impure_global(value, names)
+            if why is not None and not isinstance(value, types.ModuleType):
+                raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} {why} "
+                                     f"({Path(str(module.__file__)).stem}.{attr})", code.co_filename, _line_of(code, attr))
+            for inner in _callees(value, project, None):
+                check_function(inner, what, seen, project)
+
+
+def _is_spec_module(env: dict[str, Any]) -> bool:
+    """Whether ``env`` is a spec module's globals (it declares a Spec): its code is the spec's own."""
+    return any(type(v).__name__ == "Spec" and type(v).__module__ == "ownership.lang.model" for v in env.values())
 
 
 def check_static(spec: Any) -> None:
-    """Refuse (OWN067) a spec whose actions, invariants or helpers refer to impure things."""
+    """Refuse (OWN067) a spec whose actions, invariants or helpers refer to impure things.
+
+    Calls into the spec's own project modules (:class:`Project`) are followed,
+    so a memo dict or a counter in a helper module is refused at its line there.
+    """
     seen: set[int] = set()
+    project = Project(getattr(spec, "file", None))
     for act in spec.actions.values():
-        check_function(act.fn, f"action {act.name}", seen)
+        check_function(act.fn, f"action {act.name}", seen, project)
     for inv in spec.invariants.values():
-        check_function(inv.fn, f"invariant {inv.name}", seen)
+        check_function(inv.fn, f"invariant {inv.name}", seen, project)
     for name, fn in spec.helpers.items():
-        check_function(fn, f"helper {name}", seen)
+        check_function(fn, f"helper {name}", seen, project)
     if spec.done is not None:
-        check_function(spec.done, "the terminal predicate", seen)
+        check_function(spec.done, "the terminal predicate", seen, project)
+
+
+def watched_globals(spec: Any) -> list[tuple[dict[str, Any], str]]:
+    """Every module global the spec's code refers to, in its module or its project's: (the module's globals, name).
+
+    The determinism audit watches them: a search must leave them as it found them.
+    """
+    project = Project(getattr(spec, "file", None))
+    seen: set[int] = set()
+    fns = [a.fn for a in spec.actions.values()] + [i.fn for i in spec.invariants.values()] + list(spec.helpers.values())
+    for fn in [*fns, *([spec.done] if spec.done is not None else [])]:
+        check_function(fn, "spec code", seen, project)
+    return list(project.refs.values())

@@ -17,6 +17,7 @@ from ownership.core.limits import stop_reason_of
 from ownership.core.progress import ProgressFn
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
+from ownership.engines.bmcprefix import audit_prefix
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, SpecMachine, machine_class
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
@@ -114,7 +115,9 @@ def check_stateful(
     failure: BaseException | None = None
     interrupted: StopReason | None = None
     walked: tuple[Path, str] | None = None
+    audited = "determinism not audited: the run was stopped first"
     try:
+        audited = audit_prefix(inst)  # a random run samples: the determinism audit runs on a breadth-first prefix first
         with inst.mode(recording=False):
             walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress)
             if walked is None:
@@ -137,7 +140,8 @@ def check_stateful(
     )
     notes = [
         f"ran {log.walks:,} swarm random walks, then {log.examples:,} Hypothesis examples, of up to {options.steps} "
-        f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples"
+        f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples",
+        audited,
     ]
     stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
     common: dict[str, Any] = {

@@ -183,6 +183,7 @@ class SpecMachine(RuleBasedStateMachine):
         self._drawn = None
         if succ is None:
             raise OwnershipError(Code.BAD_OPTION, f"{ai.label} with picks {list(picks)} is not enabled in this state")
+        self._inst.audit_step(self.state, ai, succ)  # run again in the same state: the same step, the same data
         self.state = succ.state
         self.flags = succ.violations  # invariants an event of this step is marked as violating
         self.path.append((ai.index, picks))

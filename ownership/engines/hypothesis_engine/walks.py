@@ -74,6 +74,7 @@ def swarm_walks(inst: Instance, checked: Sequence[str], options: HypothesisOptio
             if succ is None:  # the drawn choices disable it: take the first outcome that fires
                 succ = inst.first_outcome(state, ai)
             assert succ is not None
+            inst.audit_step(state, ai, succ)  # run again in the same state: the same step, the same module data
             state = succ.state
             path.append((ai.index, succ.picks))
             log.steps += 1

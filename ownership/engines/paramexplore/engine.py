@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ownership.core.result import ActionCoverage, CheckResult, Stats, Verdict
+from ownership.engines.bmcprefix import audit_prefix
 from ownership.engines.coverage import with_coverage
 from ownership.engines.paramexplore.forking import MAX_VALUES, Forker, NoFork, Solver, View
 from ownership.engines.paramexplore.report import explain_region
@@ -22,6 +23,7 @@ from ownership.engines.paramexplore.space import search
 from ownership.engines.symcheck import precheck
 from ownership.engines.symmetry import plan_symmetry
 from ownership.errors import Code, OwnershipError
+from ownership.lang.audit import data_changed
 from ownership.lang.declarations import Params
 from ownership.lang.instance import Instance
 from ownership.lang.invariants import select_invariants
@@ -66,6 +68,23 @@ class ParamOptions:
 
 
 def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) -> CheckResult:
+    """Breadth-first search over interleavings with the free parameters left symbolic (see :func:`_explore_params`).
+
+    Its search runs spec code over parameter terms and keeps no concrete
+    expansions to compare, so the determinism audit runs on a concrete
+    breadth-first prefix at the parameters' values first, and the module-level
+    data must be unchanged by the search (OWN066 otherwise).
+    """
+    audited = audit_prefix(inst)
+    before = inst.module_data().snapshot()
+    result = _explore_params(inst, options, progress)
+    changed = data_changed(inst, before, "the free-parameter search")
+    if changed is not None:
+        raise changed
+    return dataclasses.replace(result, notes=(*result.notes, audited))
+
+
+def _explore_params(inst: Instance, options: ParamOptions, progress: Any = None) -> CheckResult:
     """Breadth-first search over interleavings with the free parameters left symbolic.
 
     A free parameter that sets a domain's size (a pool's page count from its
