@@ -308,4 +308,11 @@ def precheck(inst: Instance, reduce: bool, free: Sequence[str] = ()) -> tuple[st
     proof = prove_symmetry(inst, doms, free=free)
     if proof.proved:
         return proof.describe(), True
+    from ownership.engines.symevery import check_reachable
+
+    checked = check_reachable(inst, doms)
+    if checked is not None:
+        others = (f" (other values of the free parameter{'s' if len(free) > 1 else ''} {', '.join(free)} are not "
+                  "covered by this check)") if free else ""
+        return f"{proof.describe()}; {checked}{others}", True
     return f"{proof.describe()}: searched without symmetry breaking", False

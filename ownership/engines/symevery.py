@@ -55,8 +55,11 @@ class EveryState:
     def __init__(self, inst: Instance, key: Callable[[State], object], domains: Sequence[str],
                  invariants: Sequence[str], first_violation: Callable[[State], str | None],
                  expand: Callable[[State], Sequence[tuple[ActionInstance, Successor]]],
-                 proof_after: int | None = PROOF_AFTER, proof_seconds: float | None = None) -> None:
+                 proof_after: int | None = PROOF_AFTER, proof_seconds: float | None = None,
+                 expands_violations: bool = False) -> None:
         self.inst = inst
+        self.expands_violations = expands_violations
+        """Whether the search expands states that violate an invariant (then ``s`` and ``g(s)`` are compared)."""
         self.key = key
         self.domains = tuple(domains)
         self.invariants = list(invariants)
@@ -99,7 +102,7 @@ class EveryState:
                 theirs_succs = succs
             else:
                 bad = self.first_violation(pst)
-                if bad is not None:
+                if bad is not None and (not self.expands_violations or bad != self.first_violation(st)):
                     self._explain(g, st)
                 theirs_succs = self.inner(pst)
             if not succs and not theirs_succs and self.inst.is_terminal(st) != self.inst.is_terminal(pst):
@@ -153,3 +156,44 @@ class EveryState:
         return (f"symmetry of {', '.join(self.domains)} checked on every one of {self.states:,} expanded states "
                 f"({_generator_words(self.gens)}, applied to each state the search expanded; other members of "
                 f"its orbit are not expanded){tried}")
+
+
+FALLBACK_STATES = 20_000
+"""Reduced states a symbolic engine's fallback search may take to check the symmetry promise on every reachable
+state at the instance's parameter values, when Z3 could not prove it (past it, no reduction)."""
+
+
+def check_reachable(inst: Instance, domains: Sequence[str], cap: int = FALLBACK_STATES) -> str | None:
+    """Check the symmetry promise on every reachable state of ``inst`` by a reduced search, if it has at most ``cap``.
+
+    For bmc, prove and ``--free`` when Z3 does not prove the symmetry: the
+    promise the engines need is about reachable states, and a small instance
+    can have them all expanded and checked (as explore does).  Returns the
+    note when the search covered every reachable state, ``None`` when it did
+    not (too large, or spec code that raised past a violation: the engine then
+    runs without reduction).  A mismatch is OWN061, as in explore.
+    """
+    from ownership.core.result import StopReason
+    from ownership.engines.search import BreadthFirst, Limits, Visitor
+    from ownership.engines.symmetry import make_canonicalizer
+
+    names = list(inst.spec.invariants)
+
+    def first_violation(st: State) -> str | None:
+        # Every invariant's value, not the first violated one: the search goes on past violations.
+        values = tuple(inst.holds(st, n) for n in names)
+        return None if all(values) else repr(values)
+
+    search = BreadthFirst(inst, symmetry=True, limits=Limits(max_states=cap))
+    every = EveryState(inst, make_canonicalizer(inst, search.plan, exact=True), domains, names, first_violation,
+                       search.expand, proof_after=None, expands_violations=True)
+    search.expand = every
+    try:
+        outcome = search.run(Visitor())
+    except OwnershipError as exc:
+        if exc.code in (Code.SYMMETRY_MISMATCH, Code.SYMMETRY_BROKEN):
+            raise
+        return None  # past a violation the spec may raise; the engine will find the violation unreduced
+    if outcome.stop.reason is not StopReason.EXHAUSTED:
+        return None
+    return f"{every.describe()}, which were all the reachable states at the instance's parameter values"

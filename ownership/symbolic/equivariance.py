@@ -58,7 +58,11 @@ INT_BITS = 24
 sums of up to 2**7 of them stay inside :data:`PROOF_WIDTH` bits."""
 
 DEFAULT_SECONDS = 10.0
-"""Wall-clock cap of one proof (every query shares it); past it the proof is unknown."""
+"""Wall-clock cap of the lemma mining a proof starts with (a timeout there only weakens the proof)."""
+
+RESOURCE_BUDGET = 1_500_000_000
+"""Z3 resource units (``rlimit``) every query of one proof shares, about 10 s on a 2020s core.  A
+budget in solver steps, not seconds, so whether a proof holds does not depend on the machine's load."""
 
 
 @dataclass(frozen=True)
@@ -155,20 +159,39 @@ class _LemmaOptions:
 
 
 class _Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.end = time.perf_counter() + seconds
+    """The proof's budget: seconds for lemma mining, deterministic Z3 resource units for the queries."""
 
-    def left_ms(self) -> int:
-        """Milliseconds left; ``TimeoutError`` when none are."""
-        left = self.end - time.perf_counter()
-        if left <= 0:
-            raise TimeoutError
-        return max(1, int(left * 1000))
+    def __init__(self, seconds: float, units: int = RESOURCE_BUDGET) -> None:
+        self.end = time.perf_counter() + seconds
+        self.units = units
+        self.last: int | None = None
+        """Z3's resource count after the last query: the count is the context's, so use is its growth."""
 
     def solver(self, quantified: bool) -> z3.Solver:
+        """A fresh solver limited to the units left; ``TimeoutError`` when none are."""
+        if self.last is None:
+            probe = z3.Solver()
+            probe.check()
+            self.last = _resource_count(probe)
+        if self.units <= 0:
+            raise TimeoutError
         s = z3.Solver() if quantified else z3.SolverFor("QF_BV")
-        s.set("timeout", self.left_ms())
+        s.set("rlimit", self.units)
         return s
+
+    def check(self, s: z3.Solver) -> z3.CheckSatResult:
+        """``s.check()``, its resource use taken from the budget."""
+        answer = s.check()
+        count = _resource_count(s)
+        self.units -= max(count - (self.last or 0), 1)
+        self.last = count
+        return answer
+
+
+def _resource_count(s: z3.Solver) -> int:
+    """Z3's ``rlimit count`` as a solver's statistics report it (0 when absent)."""
+    stats = s.statistics()
+    return next((int(stats.get_key_value(k)) for k in stats.keys() if k == "rlimit count"), 0)
 
 
 def prove_equivariance(inst: Instance, gens: Sequence[tuple[str, Sequence[int]]],
@@ -216,7 +239,7 @@ def prove_equivariance(inst: Instance, gens: Sequence[tuple[str, Sequence[int]]]
             if reason:
                 return done(reason, len(sym.actions))
     except TimeoutError:
-        return done(f"the proof ran out of its {seconds:.0f}s", len(sym.actions))
+        return done("the proof ran out of its budget of Z3 resource units", len(sym.actions))
     except (WidthError, SymbolicError) as exc:
         return done(f"the encoding failed: {exc}", len(sym.actions))
     return done("", len(sym.actions))
@@ -244,7 +267,7 @@ def _check_generator(sym: SymbolicSpec, domain: str, perm: Sequence[int], names:
         s.add(*types, inv != substitute(inv, to_px))
         for o in ovf:
             s.add(z3.Not(o), z3.Not(substitute(o, to_px)))
-        answer = s.check()
+        answer = deadline.check(s)
         if answer != z3.unsat:
             return _why(answer, f"invariant {name} may differ at a state and its image {what}")
     by_key = {(ap.action, ap.arg_values): ap for ap in sym.actions}
@@ -268,7 +291,7 @@ def _check_generator(sym: SymbolicSpec, domain: str, perm: Sequence[int], names:
         bound = [b for _, b in fresh]
         s = deadline.solver(bool(bound))
         s.add(*types, here, z3.ForAll(bound, z3.Not(there)) if bound else z3.Not(there))
-        answer = s.check()
+        answer = deadline.check(s)
         if answer != z3.unsat:
             label = f"{ap.action}({', '.join(_arg(inst, d, a) for d, a in zip(act.arg_domains, ap.arg_values, strict=True))})"
             return _why(answer, f"action {label} may step where its image {what} cannot")
