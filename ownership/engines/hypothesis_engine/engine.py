@@ -18,10 +18,12 @@ from ownership.core.progress import ProgressFn
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records, with_coverage
+from ownership.engines.hypothesis_engine.exhaustive import BfsPhase, breadth_first
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, SpecMachine, machine_class
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.hypothesis_engine.reproduction import hypothesis_reproduction, path_reproduction
-from ownership.engines.hypothesis_engine.walks import Path, shrink_path, swarm_walks
+from ownership.engines.hypothesis_engine.walks import Path, shrink_path, start_points, swarm_walks
+from ownership.engines.symcheck import precheck
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 
@@ -91,7 +93,14 @@ def check_stateful(
     inst: Instance, options: HypothesisOptions = HypothesisOptions(),  # noqa: B008 - frozen
     progress: ProgressFn | None = None,
 ) -> CheckResult:
-    """Run random interleavings of ``inst`` until an invariant fails or the examples run out."""
+    """Check ``inst``: a capped breadth-first search, then random interleavings until one fails or the examples run out.
+
+    The spec checks the other engines run come first (OWN060, OWN061:
+    :func:`~ownership.engines.symcheck.precheck`), so a spec they refuse is
+    refused here too.  A space the breadth-first phase exhausts is answered
+    exactly (:mod:`.exhaustive`); otherwise the walks start from its deepest
+    states too, and the answer is sampled.
+    """
     from hypothesis.stateful import get_state_machine_test
 
     if options.max_examples < 1 or options.steps < 1:
@@ -108,15 +117,23 @@ def check_stateful(
     if seed is not None:
         test = hypothesis.seed(seed)(test)
     lines: list[str] = []
-    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
-    opts["walks"] = options.walk_budget
+    opts = opts_of(options, seed)
     checked = base._checked
     failure: BaseException | None = None
     interrupted: StopReason | None = None
     walked: tuple[Path, str] | None = None
+    phase: BfsPhase | None = None
+    checks_note: str | None = None
     try:
+        checks_note = precheck(inst, options.symmetry)
+        if options.exhaustive_states:
+            phase = breadth_first(inst, tuple(checked), options.exhaustive_states, options.symmetry,
+                                  random.Random(seed or 0))
+            if phase.complete or phase.violated is not None:
+                return _exact_result(inst, phase, checked, opts_of(options, seed), checks_note)
         with inst.mode(recording=False):
-            walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress)
+            starts = start_points(inst, phase.frontier) if phase is not None else []
+            walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress, starts)
             if walked is None:
                 with capturing(lines):
                     test()
@@ -128,8 +145,6 @@ def check_stateful(
         raise
     except hypothesis.errors.InvalidDefinition as exc:
         raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
-    if seed is not None:
-        opts["seed"] = seed
     elapsed = time.monotonic() - log.started
     actions = action_records(
         inst, _enabled_counts(inst, log), [log.action_counts.get(a, 0) for a in inst.spec.actions],
@@ -139,6 +154,7 @@ def check_stateful(
         f"ran {log.walks:,} swarm random walks, then {log.examples:,} Hypothesis examples, of up to {options.steps} "
         f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples"
     ]
+    notes += [n for n in (phase.describe() if phase is not None else None, checks_note) if n]
     stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
     common: dict[str, Any] = {
         "spec": inst.spec.name,
@@ -182,3 +198,37 @@ def check_stateful(
         reproduction=hypothesis_reproduction(inst, failure),
         **common,
     ), inst, actions)
+
+
+def opts_of(options: HypothesisOptions, seed: int | None) -> dict[str, Any]:
+    """The options a result reports: the walks counted out, the seed drawn."""
+    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
+    opts["walks"] = options.walk_budget
+    if seed is not None:
+        opts["seed"] = seed
+    return opts
+
+
+def _exact_result(inst: Instance, phase: BfsPhase, checked: tuple[str, ...], opts: dict[str, Any],
+                  checks_note: str | None) -> CheckResult:
+    """The answer of a breadth-first phase that exhausted the space or found a violation: exact, not sampled.
+
+    Its coverage is the explorer's (exhaustive): every reachable state was
+    checked, or the violation is a shortest one.  Nothing was sampled, so
+    the seed does not matter.
+    """
+    outcome = phase.outcome
+    violated = phase.violated
+    trace = build_trace(inst, phase.path, engine="hypothesis", violation=violated) if violated is not None else None
+    actions = phase.search.tally.coverage(inst, Measure.EXACT, outcome.expanded, outcome.depth, outcome.complete)
+    notes = [phase.describe(), *([checks_note] if checks_note else [])]
+    return with_coverage(CheckResult(
+        spec=inst.spec.name, engine="hypothesis",
+        verdict=Verdict.VIOLATED if violated is not None else Verdict.PROVED,
+        stop_reason=StopReason.VIOLATION if violated is not None else StopReason.EXHAUSTED,
+        stats=Stats(outcome.states, outcome.transitions, outcome.depth, outcome.seconds),
+        params=dict(inst.param_values), invariants=checked, violated=violated, trace=trace,
+        options={**opts, "symmetry": phase.search.reduced, "exhaustive": True}, notes=tuple(notes),
+        coverage_kind=CoverageKind.EXHAUSTIVE,
+    ), inst, actions)
+
