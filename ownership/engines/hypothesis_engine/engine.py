@@ -229,6 +229,7 @@ def _exact_result(inst: Instance, phase: BfsPhase, checked: tuple[str, ...], opt
         stats=Stats(outcome.states, outcome.transitions, outcome.depth, outcome.seconds),
         params=dict(inst.param_values), invariants=checked, violated=violated, trace=trace,
         options={**opts, "symmetry": phase.search.reduced, "exhaustive": True}, notes=tuple(notes),
+        reproduction=path_reproduction(inst, phase.path) if violated is not None else None,
         coverage_kind=CoverageKind.EXHAUSTIVE,
     ), inst, actions)
 
