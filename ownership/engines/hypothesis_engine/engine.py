@@ -128,7 +128,7 @@ def check_stateful(
         checks_note = precheck(inst, options.symmetry)
         if options.exhaustive_states:
             phase = breadth_first(inst, tuple(checked), options.exhaustive_states, options.symmetry,
-                                  random.Random(seed or 0))
+                                  random.Random(seed or 0), progress)
             if phase.complete or phase.violated is not None:
                 return _exact_result(inst, phase, checked, opts_of(options, seed), checks_note)
         with inst.mode(recording=False):

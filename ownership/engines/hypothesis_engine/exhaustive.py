@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from ownership.core.progress import ProgressFn
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visitor
 from ownership.lang.instance import Instance, State
@@ -117,9 +118,10 @@ class BfsPhase:
 
 
 def breadth_first(inst: Instance, checked: tuple[str, ...], max_states: int, symmetry: bool,
-                  rng: random.Random) -> BfsPhase:
+                  rng: random.Random, progress: ProgressFn | None = None) -> BfsPhase:
     """The capped search; Ctrl-C, SIGTERM and the time limit propagate (the engine reports them)."""
-    search = BreadthFirst(inst, symmetry=symmetry, limits=Limits(max_states=max_states), catch_stops=False)
+    search = BreadthFirst(inst, symmetry=symmetry, limits=Limits(max_states=max_states), progress=progress,
+                          catch_stops=False)
     checker = _Checker(inst, search, checked, rng)
     outcome = search.run(checker)
     phase = BfsPhase(search, outcome)

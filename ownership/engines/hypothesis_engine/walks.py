@@ -43,13 +43,13 @@ def start_points(inst: Instance, paths: Sequence[Path]) -> list[Start]:
     """Each path with the state it reaches (a path a step of which is disabled is left out)."""
     out: list[Start] = []
     for path in paths:
-        state: State | None = inst.init_state
+        state = inst.init_state
         for index, picks in path:
             succ = inst.run_with_picks(state, inst.action_instances[index], picks)
-            state = None if succ is None else succ.state
-            if state is None:
+            if succ is None:
                 break
-        if state is not None:
+            state = succ.state
+        else:
             out.append((list(path), state))
     return out
 
