@@ -27,7 +27,6 @@ SHALLOW = {
     "hyp_contiguous_pick.py": ("mapping_within_huge_page", 2),
     "hyp_abort_after_alloc.py": ("launched_mappings_valid", 3),
     "hyp_abort_between.py": ("launched_mappings_valid", 4),
-    "hyp_retract_full.py": ("pages_conserved", 5),
     "hyp_chunk_retry_short.py": ("staging_not_shared", 6),
     "hyp_chunk_retry.py": ("staging_not_shared", 8),
 }

@@ -1,12 +1,13 @@
-"""A retract that is wrong only when the pool is full: the random engine's blind spot.
+"""A retract that is wrong only when the pool is full: the control of the seeds benchmark.
 
 Requests are admitted (one page), grow (a second page), finish or time out
 (both return every page).  ``retract`` hands a page back to the pool; the
 bug is in its full-pool branch, which returns the page to the free count
-but leaves it in the request's table.  Random walks rarely fill the pool:
-every request that is admitted is also likely to finish or time out soon.
-Expected: violates pages_conserved (5 steps: admit A, grow A, admit B,
-grow B, retract A).
+but leaves it in the request's table.  Swarm walks that leave the releases
+out fill the pool at once, so random walks find this one for every seed:
+``bench/hypothesis_seeds.py`` shows it next to the bugs they miss.
+Expected: violates pages_conserved (5 steps: admit A, admit B, admit C,
+grow A, retract A).
 """
 
 from ownership import Enum, Spec, require, violates

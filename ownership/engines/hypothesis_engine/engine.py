@@ -166,7 +166,11 @@ def check_stateful(
         "coverage_kind": CoverageKind.SAMPLED,
     }
     if interrupted is not None:
-        notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
+        if phase is None and options.exhaustive_states:
+            notes.append(f"inconclusive: {interrupted.value} before the spec checks and the breadth-first phase "
+                         "finished (nothing was sampled)")
+        else:
+            notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
         return with_coverage(CheckResult(
             verdict=Verdict.UNKNOWN, stop_reason=interrupted, stats=stats, notes=tuple(notes), **common
         ), inst, actions)
