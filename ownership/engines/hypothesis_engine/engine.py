@@ -125,7 +125,9 @@ def check_stateful(
     phase: BfsPhase | None = None
     checks_note: str | None = None
     try:
-        checks_note = precheck(inst, options.symmetry)
+        # The spec run concretely on a sample (OWN060) as before bmc and prove; the symmetry promise
+        # (OWN061) is checked on every state the breadth-first phase expands, as the explorer does.
+        checks_note, _ = precheck(inst, False)
         if options.exhaustive_states:
             phase = breadth_first(inst, tuple(checked), options.exhaustive_states, options.symmetry,
                                   random.Random(seed or 0), progress)
@@ -154,7 +156,9 @@ def check_stateful(
         f"ran {log.walks:,} swarm random walks, then {log.examples:,} Hypothesis examples, of up to {options.steps} "
         f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples"
     ]
-    notes += [n for n in (phase.describe() if phase is not None else None, checks_note) if n]
+    if phase is not None:
+        notes += [n for n in (phase.describe(), phase.symmetry_note) if n]
+    notes += [checks_note] if checks_note else []
     stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
     common: dict[str, Any] = {
         "spec": inst.spec.name,
@@ -225,7 +229,7 @@ def _exact_result(inst: Instance, phase: BfsPhase, checked: tuple[str, ...], opt
     violated = phase.violated
     trace = build_trace(inst, phase.path, engine="hypothesis", violation=violated) if violated is not None else None
     actions = phase.search.tally.coverage(inst, Measure.EXACT, outcome.expanded, outcome.depth, outcome.complete)
-    notes = [phase.describe(), *([checks_note] if checks_note else [])]
+    notes = [n for n in (phase.describe(), phase.symmetry_note, checks_note) if n]
     return with_coverage(CheckResult(
         spec=inst.spec.name, engine="hypothesis",
         verdict=Verdict.VIOLATED if violated is not None else Verdict.PROVED,

@@ -25,6 +25,8 @@ from typing import Any
 from ownership.core.progress import ProgressFn
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Limits, Outcome, Stop, Visitor
+from ownership.engines.symevery import EveryState
+from ownership.engines.symmetry import make_canonicalizer
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance, Successor
 
@@ -79,6 +81,8 @@ class BfsPhase:
     outcome: Outcome
     frontier: list[list[tuple[int, tuple[Any, ...]]]] = field(default_factory=list)
     """Paths from the initial state to a sample of the deepest states stored (when the cap was reached)."""
+    symmetry_note: str | None = None
+    """What the reduced search checked of the spec's symmetry (``None``: no reduction)."""
 
     @property
     def complete(self) -> bool:
@@ -122,9 +126,21 @@ def breadth_first(inst: Instance, checked: tuple[str, ...], max_states: int, sym
     """The capped search; Ctrl-C, SIGTERM and the time limit propagate (the engine reports them)."""
     search = BreadthFirst(inst, symmetry=symmetry, limits=Limits(max_states=max_states), progress=progress,
                           catch_stops=False)
+    every: EveryState | None = None
+    if search.reduced:
+        # As in the explorer: the reduction is sound only if the spec is symmetric, so every state
+        # the search expands is checked under generators of each reduced domain (OWN061).
+        plan = search.plan
+
+        def first_violation(st: State) -> str | None:
+            return next((name for name in checked if not inst.holds(st, name)), None)
+
+        every = EveryState(inst, make_canonicalizer(inst, plan, exact=True), (*plan.permuted, *plan.sorted), checked,
+                           first_violation, search.expand, proof_after=None)
+        search.expand = every
     checker = _Checker(inst, search, checked, rng)
     outcome = search.run(checker)
-    phase = BfsPhase(search, outcome)
+    phase = BfsPhase(search, outcome, symmetry_note=every.describe() if every is not None else None)
     if outcome.stop.reason is StopReason.STATE_LIMIT:
         phase.frontier = [search.tree.path(node) for node in checker.frontier]
     return phase
