@@ -95,9 +95,10 @@ def check_stateful(
 ) -> CheckResult:
     """Check ``inst``: a capped breadth-first search, then random interleavings until one fails or the examples run out.
 
-    The spec checks the other engines run come first (OWN060, OWN061:
-    :func:`~ownership.engines.symcheck.precheck`), so a spec they refuse is
-    refused here too.  A space the breadth-first phase exhausts is answered
+    The spec checks the other engines run come first (OWN060 on a concrete
+    sample: :func:`~ownership.engines.symcheck.precheck`; OWN061 on every
+    state the breadth-first phase expands, as in the explorer), so a spec
+    they refuse is refused here too.  A space the breadth-first phase exhausts is answered
     exactly (:mod:`.exhaustive`); otherwise the walks start from its deepest
     states too, and the answer is sampled.
     """
