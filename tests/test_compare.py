@@ -75,12 +75,14 @@ def test_a_bounded_pass_below_a_violation_length_is_a_disagreement() -> None:
 def test_every_engine_says_its_kind_of_coverage() -> None:
     assert _result("hypothesis", Verdict.BOUNDED_OK).coverage_kind is CoverageKind.SAMPLED
     assert explore(instance("toy_safe_counter")).coverage_kind is CoverageKind.EXHAUSTIVE
-    r = check_stateful(instance("toy_safe_counter"), HypothesisOptions(max_examples=5, steps=5, seed=1))
+    r = check_stateful(instance("toy_safe_counter"), HypothesisOptions(max_examples=5, steps=5, seed=1, exhaustive_states=0))
     assert r.coverage_kind is CoverageKind.SAMPLED and r.sampled
 
 
-def test_engine_all_reports_a_missed_bug_as_missed(tmp_path: Path) -> None:
-    # One example of one step cannot reach the 4-step double free.
+def test_engine_all_reports_a_missed_bug_as_missed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One example of one step cannot reach the 4-step double free (once the breadth-first
+    # phase, which answers a space this small exactly, is off).
+    monkeypatch.setattr(HypothesisOptions, "exhaustive_states", 0)
     code, out = _cli("check", str(CORPUS / "toy_double_free.py"), "--engine", "all", "--no-render", "--no-progress",
                      "--max-examples", "1", "--steps", "1", "--seed", "0", "--out", str(tmp_path))
     assert code == 1, out
@@ -127,7 +129,7 @@ def test_hypothesis_names_the_first_declared_invariant_as_explore_does(tmp_path:
 def test_a_sampled_pass_is_visibly_sampled_in_every_format(tmp_path: Path) -> None:
     j, x, s = tmp_path / "r.json", tmp_path / "r.xml", tmp_path / "r.sarif"
     code, out = _cli("check", str(CORPUS / "toy_safe_counter.py"), "--engine", "hypothesis", "--max-examples", "5",
-                     "--steps", "5", "--seed", "1", "--no-progress", "--json", str(j), "--junit", str(x), "--sarif", str(s))
+                     "--steps", "5", "--seed", "1", "--max-states", "1", "--no-progress", "--json", str(j), "--junit", str(x), "--sarif", str(s))
     assert code == 0, out
     assert out.startswith("NO VIOLATION FOUND (sampled)  toy_safe_counter (hypothesis)")
     assert "PROVED" not in out and "BOUNDED_OK" not in out.splitlines()[0]
@@ -195,7 +197,7 @@ def _run_reproduction(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_reproduction_of_a_real_failing_run_raises_at_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     # walks=0: the reproduction Hypothesis itself printed for its shrunk run.
-    opts = HypothesisOptions(derandomize=True, walks=0)
+    opts = HypothesisOptions(derandomize=True, walks=0, exhaustive_states=0)
     r = check_stateful(Instance(load_spec(SPECS / "vllm_fork_double_free_buggy.py")), opts)
     assert r.reproduction is not None and r.trace is not None
     proc = _run_reproduction(r.reproduction, ROOT)
@@ -214,7 +216,8 @@ def test_reproduction_with_restarts_runs_and_raises_at_the_failing_step(
     # Without shrinking the failing example keeps the runs before it, each ended by a restart.
     plain = hypothesis_engine.hypothesis_settings
     monkeypatch.setattr(hypothesis_engine, "hypothesis_settings", lambda o: hypothesis.settings(plain(o), phases=[hypothesis.Phase.generate]))
-    r = check_stateful(Instance(load_spec(path)), HypothesisOptions(max_examples=200, steps=40, seed=2, walks=0))
+    r = check_stateful(Instance(load_spec(path)), HypothesisOptions(max_examples=200, steps=40, seed=2, walks=0,
+                                                                       exhaustive_states=0))
     assert r.violated == "not_seven" and r.reproduction is not None
     restart = [ln for ln in r.reproduction.splitlines() if ln.startswith("state.") and "restart" in ln]
     assert restart, r.reproduction
@@ -235,7 +238,8 @@ def test_every_printed_step_names_an_attribute_of_the_machine() -> None:
 
 def test_reproduction_of_a_walk_raises_at_the_failing_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    r = check_stateful(Instance(load_spec(SPECS / "sglang_disagg_v0_5_19.py")), HypothesisOptions(derandomize=True))
+    opts = HypothesisOptions(derandomize=True, exhaustive_states=0)  # the walks, not the breadth-first phase
+    r = check_stateful(Instance(load_spec(SPECS / "sglang_disagg_v0_5_19.py")), opts)
     assert r.reproduction is not None and r.trace is not None
     assert r.options.get("found_by") == "walk"
     proc = _run_reproduction(r.reproduction, ROOT)

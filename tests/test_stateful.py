@@ -18,7 +18,8 @@ from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 
-FAST = HypothesisOptions(max_examples=60, steps=20, seed=1)
+# exhaustive_states=0: these tests are about the random phase, which a space this small never reaches by default.
+FAST = HypothesisOptions(max_examples=60, steps=20, seed=1, exhaustive_states=0)
 
 
 def test_finds_and_shrinks_the_double_free() -> None:
@@ -92,7 +93,8 @@ def _cli(*args: str) -> tuple[int, str]:
 
 def test_cli_derandomize_prints_the_same_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    args = ("tests/corpus/toy_double_free.py", "--engine", "hypothesis", "--derandomize", "--no-render", "--max-examples", "50")
+    args = ("tests/corpus/toy_double_free.py", "--engine", "hypothesis", "--derandomize", "--no-render", "--max-examples", "50",
+            "--max-states", "1")
     code1, out1 = _cli(*args, "--out", str(tmp_path / "a"))
     code2, out2 = _cli(*args, "--out", str(tmp_path / "a"))
     assert code1 == code2 == 1
@@ -116,9 +118,10 @@ def test_cli_refuses_random_options_for_other_engines() -> None:
     assert code == 2
 
 
-def test_engine_all_runs_hypothesis_and_its_reproduce_line_has_the_seed(tmp_path: Path) -> None:
+def test_engine_all_runs_hypothesis_and_its_reproduce_line_has_no_seed_for_an_exact_answer(tmp_path: Path) -> None:
     code, out = _cli(str(CORPUS / "toy_double_free.py"), "--engine", "all", "--no-render", "--out", str(tmp_path))
     assert code == 1, out
     assert "agrees: hypothesis says VIOLATED" in out
+    # The space is small: hypothesis searched it breadth-first, so its answer does not depend on a seed.
     reproduce = [ln for ln in out.splitlines() if ln.strip().startswith("reproduce:")][0]
-    assert "--engine all" in reproduce and "--seed " in reproduce
+    assert "--engine all" in reproduce and "--seed " not in reproduce

@@ -19,10 +19,12 @@ from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.bmcprefix import audit_prefix
 from ownership.engines.coverage import action_records, with_coverage
+from ownership.engines.hypothesis_engine.exhaustive import BfsPhase, breadth_first
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, SpecMachine, machine_class
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.hypothesis_engine.reproduction import hypothesis_reproduction, path_reproduction
-from ownership.engines.hypothesis_engine.walks import Path, shrink_path, swarm_walks
+from ownership.engines.hypothesis_engine.walks import Path, shrink_path, start_points, swarm_walks
+from ownership.engines.symcheck import precheck
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 
@@ -92,7 +94,15 @@ def check_stateful(
     inst: Instance, options: HypothesisOptions = HypothesisOptions(),  # noqa: B008 - frozen
     progress: ProgressFn | None = None,
 ) -> CheckResult:
-    """Run random interleavings of ``inst`` until an invariant fails or the examples run out."""
+    """Check ``inst``: a capped breadth-first search, then random interleavings until one fails or the examples run out.
+
+    The spec checks the other engines run come first (OWN060 on a concrete
+    sample: :func:`~ownership.engines.symcheck.precheck`; OWN061 on every
+    state the breadth-first phase expands, as in the explorer), so a spec
+    they refuse is refused here too.  A space the breadth-first phase exhausts is answered
+    exactly (:mod:`.exhaustive`); otherwise the walks start from its deepest
+    states too, and the answer is sampled.
+    """
     from hypothesis.stateful import get_state_machine_test
 
     if options.max_examples < 1 or options.steps < 1:
@@ -109,17 +119,30 @@ def check_stateful(
     if seed is not None:
         test = hypothesis.seed(seed)(test)
     lines: list[str] = []
-    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
-    opts["walks"] = options.walk_budget
+    opts = opts_of(options, seed)
     checked = base._checked
     failure: BaseException | None = None
     interrupted: StopReason | None = None
     walked: tuple[Path, str] | None = None
     audited = "determinism not audited: the run was stopped first"
+    phase: BfsPhase | None = None
+    checks_note: str | None = None
     try:
-        audited = audit_prefix(inst)  # a random run samples: the determinism audit runs on a breadth-first prefix first
+        # The spec run concretely on a sample (OWN060) as before bmc and prove; the symmetry promise
+        # (OWN061) is checked on every state the breadth-first phase expands, as the explorer does.
+        checks_note, _ = precheck(inst, False)
+        if options.exhaustive_states:
+            # The phase's own search audits determinism (its first states expanded again later).
+            phase = breadth_first(inst, tuple(checked), options.exhaustive_states, options.symmetry,
+                                  random.Random(seed or 0), progress)
+            audited = phase.outcome.audit or audited
+            if phase.complete or phase.violated is not None:
+                return _exact_result(inst, phase, checked, opts_of(options, seed), checks_note)
+        else:
+            audited = audit_prefix(inst)  # a random run samples: the determinism audit runs on a breadth-first prefix first
         with inst.mode(recording=False):
-            walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress)
+            starts = start_points(inst, phase.frontier) if phase is not None else []
+            walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress, starts)
             if walked is None:
                 with capturing(lines):
                     test()
@@ -131,8 +154,6 @@ def check_stateful(
         raise
     except hypothesis.errors.InvalidDefinition as exc:
         raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
-    if seed is not None:
-        opts["seed"] = seed
     elapsed = time.monotonic() - log.started
     actions = action_records(
         inst, _enabled_counts(inst, log), [log.action_counts.get(a, 0) for a in inst.spec.actions],
@@ -143,6 +164,9 @@ def check_stateful(
         f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples",
         audited,
     ]
+    if phase is not None:
+        notes += [n for n in (phase.describe(), phase.symmetry_note) if n]
+    notes += [checks_note] if checks_note else []
     stats = Stats(states=len(log.states), transitions=log.steps, depth=log.max_depth, seconds=elapsed)
     common: dict[str, Any] = {
         "spec": inst.spec.name,
@@ -154,7 +178,11 @@ def check_stateful(
         "coverage_kind": CoverageKind.SAMPLED,
     }
     if interrupted is not None:
-        notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
+        if phase is None and options.exhaustive_states:
+            notes.append(f"inconclusive: {interrupted.value} before the spec checks and the breadth-first phase "
+                         "finished (nothing was sampled)")
+        else:
+            notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
         return with_coverage(CheckResult(
             verdict=Verdict.UNKNOWN, stop_reason=interrupted, stats=stats, notes=tuple(notes), **common
         ), inst, actions)
@@ -186,3 +214,38 @@ def check_stateful(
         reproduction=hypothesis_reproduction(inst, failure),
         **common,
     ), inst, actions)
+
+
+def opts_of(options: HypothesisOptions, seed: int | None) -> dict[str, Any]:
+    """The options a result reports: the walks counted out, the seed drawn."""
+    opts = {k: v for k, v in asdict(options).items() if k != "progress_every"}
+    opts["walks"] = options.walk_budget
+    if seed is not None:
+        opts["seed"] = seed
+    return opts
+
+
+def _exact_result(inst: Instance, phase: BfsPhase, checked: tuple[str, ...], opts: dict[str, Any],
+                  checks_note: str | None) -> CheckResult:
+    """The answer of a breadth-first phase that exhausted the space or found a violation: exact, not sampled.
+
+    Its coverage is the explorer's (exhaustive): every reachable state was
+    checked, or the violation is a shortest one.  Nothing was sampled, so
+    the seed does not matter.
+    """
+    outcome = phase.outcome
+    violated = phase.violated
+    trace = build_trace(inst, phase.path, engine="hypothesis", violation=violated) if violated is not None else None
+    actions = phase.search.tally.coverage(inst, Measure.EXACT, outcome.expanded, outcome.depth, outcome.complete)
+    notes = [n for n in (phase.describe(), phase.symmetry_note, phase.outcome.audit, checks_note) if n]
+    return with_coverage(CheckResult(
+        spec=inst.spec.name, engine="hypothesis",
+        verdict=Verdict.VIOLATED if violated is not None else Verdict.PROVED,
+        stop_reason=StopReason.VIOLATION if violated is not None else StopReason.EXHAUSTED,
+        stats=Stats(outcome.states, outcome.transitions, outcome.depth, outcome.seconds),
+        params=dict(inst.param_values), invariants=checked, violated=violated, trace=trace,
+        options={**opts, "symmetry": phase.search.reduced, "exhaustive": True}, notes=tuple(notes),
+        reproduction=path_reproduction(inst, phase.path) if violated is not None else None,
+        coverage_kind=CoverageKind.EXHAUSTIVE,
+    ), inst, actions)
+

@@ -29,19 +29,27 @@ class HypothesisOptions:
     progress_every: float = 1.0
     walks: int | None = None
     """Swarm random walks tried before Hypothesis' search (``None``: five per example; 0: none)."""
+    exhaustive_states: int = 20_000
+    """The breadth-first phase's cap (``--max-states``; 0: none): a space this small is searched
+    exhaustively and answered exactly; a larger one seeds the walks with the deepest states found."""
+    symmetry: bool = True
+    """Symmetry reduction in the breadth-first phase (``--no-symmetry``); with it, the spec's symmetry
+    is checked first (OWN061), as the explorer does."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HypothesisOptions:
         """The random engine's options for a check (the search limits of the other engines are refused)."""
-        if settings.free or settings.max_states is not None or settings.max_depth is not None:
+        if settings.free or settings.max_depth is not None:
             raise OwnershipError(
-                Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize "
-                "and --max-seconds (not --free, --max-states or --max-depth)"
+                Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize, "
+                "--max-states (its breadth-first phase), --no-symmetry and --max-seconds (not --free or --max-depth)"
             )
         options = cls(
             max_examples=settings.max_examples if settings.max_examples is not None else cls.max_examples,
             steps=settings.steps if settings.steps is not None else cls.steps,
             seed=settings.seed, derandomize=settings.derandomize, invariants=settings.invariants, walks=settings.walks,
+            exhaustive_states=settings.max_states if settings.max_states is not None else cls.exhaustive_states,
+            symmetry=settings.symmetry,
         )
         options.validate()
         return options
@@ -54,6 +62,7 @@ class HypothesisOptions:
         inputs.check_count("--max-examples", self.max_examples, 1)
         inputs.check_count("--steps", self.steps, 1)
         inputs.check_count("--walks", self.walks, 0)
+        inputs.check_count("--max-states", self.exhaustive_states, 0)
 
     @property
     def walk_budget(self) -> int:
