@@ -59,12 +59,29 @@ def test_explore_refuses_an_order_dependence_42_steps_deep(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", DEEP, ids=lambda p: p.stem)
-def test_bmc_and_prove_search_without_an_unproved_symmetry(path: Path) -> None:
-    found = bmc(inst_of(path), BmcOptions(max_depth=44))
+def test_bmc_and_prove_refuse_an_unproved_symmetry_broken_in_a_reachable_state(path: Path) -> None:
+    # Z3 cannot prove the symmetry, so every reachable state of the (small) instance is checked
+    # before any reduction: the order dependence 42 steps deep is found there.
+    for run in (lambda i: bmc(i, BmcOptions(max_depth=44)), lambda i: prove(i, BmcOptions())):
+        with pytest.raises(OwnershipError) as err:
+            run(inst_of(path))
+        assert err.value.code is Code.SYMMETRY_MISMATCH
+
+
+def test_bmc_and_prove_search_unreduced_when_the_symmetry_is_neither_proved_nor_checked() -> None:
+    from ownership.engines import symevery
+
+    inst = inst_of(DEEP[0])
+    assert symevery.check_reachable(inst, ["Req"], cap=10) is None  # too many states for this cap
+    found = bmc(inst, BmcOptions(max_depth=44, symmetry=False))
     assert found.verdict is Verdict.VIOLATED and found.stats.depth == 42
-    assert any("not proved by Z3" in n and "without symmetry breaking" in n for n in found.notes), found.notes
-    proved = prove(inst_of(path), BmcOptions())
-    assert proved.verdict is Verdict.VIOLATED and proved.stats.depth == 42
+
+
+def test_an_unproved_symmetry_checked_on_every_reachable_state_reduces() -> None:
+    inst = inst_of(SPECS / "sglang_disagg_v0_5_19.py")
+    note, reduce = precheck(inst, True)
+    assert reduce and note is not None, note
+    assert "not proved by Z3" in note and "which were all the reachable states" in note, note
 
 
 def test_the_proof_names_the_action_and_the_renaming() -> None:
