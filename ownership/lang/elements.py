@@ -22,11 +22,20 @@ JSON keep ints.  The vocabulary is trusted code and unwraps with :func:`ix`.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import zlib
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from ownership.errors import Code, OwnershipError
 from ownership.library import is_checker_code
+
+
+_LANG = os.path.dirname(os.path.abspath(__file__))
+_PLUMBING = frozenset(os.path.join(_LANG, f) for f in ("elements.py", "fields.py", "instance.py"))
+"""The modules between spec code and an element: a caller is judged by the first frame outside them."""
 
 
 def spec_frame_location(skip: int = 2) -> tuple[str | None, int | None]:
@@ -41,14 +50,45 @@ def spec_frame_location(skip: int = 2) -> tuple[str | None, int | None]:
     return (first.f_code.co_filename, first.f_lineno) if first is not None else (None, None)
 
 
-def symmetry_error(domain: str, what: str) -> OwnershipError:
+@functools.lru_cache(maxsize=512)
+def _kind_of_file(filename: str) -> int:
+    """0: the view and field plumbing, 1: the rest of the checker, 2: spec code (memoised: asked often)."""
+    path = os.path.abspath(filename)
+    if path in _PLUMBING:
+        return 0
+    return 1 if is_checker_code(filename) else 2
+
+
+def checker_caller(depth: int = 1) -> bool:
+    """Whether the frame ``depth`` levels above the caller (1: the caller's caller) is the checker's own code.
+
+    The vocabulary and the renderers are trusted to see indices and names;
+    spec code is not.  Frames of this module and of the view and field code
+    (``lang/``) are skipped so the answer is about whoever called into them.
+    """
+    frame: Any = sys._getframe(depth + 1)
+    while frame is not None:
+        kind = _kind_of_file(frame.f_code.co_filename)
+        if kind:
+            return kind == 1
+        frame = frame.f_back
+    return False
+
+
+def symmetry_error(domain: str, what: str, *, names: bool = False, hint: str | None = None) -> OwnershipError:
     """The OWN060 error for ``what`` done to an element of symmetric ``domain``, located at the spec line."""
     file, line = spec_frame_location(3)
+    if hint is None:
+        hint = (
+            "the names of elements are for display only: pass the element itself (to s.emit, a label, "
+            "another variable) and compare elements with `==`"
+            if names else
+            "arithmetic/ordering on them breaks symmetry reduction: declare the domain ordered "
+            "(`own.pool(..., ordered=True)` / `spec.domain(..., ordered=True)`) if the protocol really uses slot order"
+        )
     return OwnershipError(
         Code.SYMMETRY_BROKEN,
-        f"{what}: elements of symmetric domain {domain} are interchangeable; arithmetic/ordering on them "
-        f"breaks symmetry reduction: declare the domain ordered (`own.pool(..., ordered=True)` / "
-        f"`spec.domain(..., ordered=True)`) if the protocol really uses slot order",
+        f"{what}: elements of symmetric domain {domain} are interchangeable; {hint}",
         file,
         line,
     )
@@ -64,60 +104,86 @@ class Element:
     """One element of a symmetric domain; see the module docstring.
 
     One object exists per element per :class:`~ownership.lang.instance.Instance`,
-    so wrapping an index is a list lookup and equality is identity.
+    so wrapping an index is a list lookup and equality is identity.  The slots
+    are name-mangled so that spec code reaches neither the index nor the name:
+    ``r._i``, ``r._name`` and ``r._domain`` are properties that answer the
+    checker's own code and refuse spec code (OWN060).
     """
 
-    __slots__ = ("_domain", "_i", "_name")
-
-    _domain: str
-    _i: int
-    _name: str
+    __slots__ = ("_Element__domain", "_Element__i", "_Element__name", "_Element__hash")
 
     def __init__(self, domain: str, index: int, name: str) -> None:
-        object.__setattr__(self, "_domain", domain)
-        object.__setattr__(self, "_i", index)
-        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_Element__domain", domain)
+        object.__setattr__(self, "_Element__i", index)
+        object.__setattr__(self, "_Element__name", name)
+        # The same for every element of the domain (so set and dict order depend on insertion
+        # order only, never on the index) and the same in every run: crc32, not the salted
+        # str hash, so no verdict depends on PYTHONHASHSEED.
+        object.__setattr__(self, "_Element__hash", zlib.crc32(domain.encode()))
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError("domain elements are immutable")
 
+    # -- the private parts, for the checker's own code only -----------------------------
+    @property
+    def _i(self) -> int:
+        if not checker_caller(1):
+            raise symmetry_error(self.__domain, f"reads the index of {self.__name}", names=True)
+        return self.__i
+
+    @property
+    def _name(self) -> str:
+        if not checker_caller(1):
+            raise symmetry_error(self.__domain, f"reads the name of {self.__name}", names=True)
+        return self.__name
+
+    @property
+    def _domain(self) -> str:
+        if not checker_caller(1):
+            raise symmetry_error(self.__domain, f"reads the private fields of {self.__name}", names=True)
+        return self.__domain
+
     # -- what a permutation preserves -------------------------------------------
     def __eq__(self, other: object) -> bool:
         if other.__class__ is Element:
-            if other._domain != self._domain:  # type: ignore[attr-defined]
+            if other.__domain != self.__domain:  # type: ignore[attr-defined]
                 raise type_error(
-                    f"compares {self._name} (an element of {self._domain}) with {other._name} "  # type: ignore[attr-defined]
-                    f"(an element of {other._domain}): values of different domains are never equal"  # type: ignore[attr-defined]
+                    f"compares {self.__name} (an element of {self.__domain}) with {other.__name} "  # type: ignore[attr-defined]
+                    f"(an element of {other.__domain}): values of different domains are never equal"  # type: ignore[attr-defined]
                 )
-            return self._i == other._i  # type: ignore[attr-defined]
+            return self.__i == other.__i  # type: ignore[attr-defined]
         if other is None:
             return False
-        raise symmetry_error(self._domain, f"compares {self._name} with {other!r}")
+        raise symmetry_error(self.__domain, f"compares {self.__name} with {other!r}")
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     def __hash__(self) -> int:
-        # Equal for every element of the domain: iteration order of a set or
-        # dict of elements depends on insertion order only, never on the index.
-        return hash(self._domain)
+        return self.__hash  # type: ignore[no-any-return]
 
+    # -- display: the checker's rendering only ----------------------------------------
     def __repr__(self) -> str:
-        return self._name
+        if not checker_caller(1):
+            raise symmetry_error(self.__domain, f"turns {self.__name} into a string", names=True)
+        return self.__name  # type: ignore[no-any-return]
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        if not checker_caller(1):
+            raise symmetry_error(self.__domain, f"turns {self.__name} into a string", names=True)
+        return self.__name  # type: ignore[no-any-return]
 
     def __format__(self, spec: str) -> str:
-        if spec:
-            raise symmetry_error(self._domain, f"formats {self._name} with {spec!r}")
-        return self._name
+        if spec or not checker_caller(1):
+            raise symmetry_error(self.__domain, f"formats {self.__name}", names=True)
+        return self.__name  # type: ignore[no-any-return]
 
     def __reduce__(self) -> NoReturn:
-        raise symmetry_error(self._domain, f"pickles {self._name}")
+        raise symmetry_error(self.__domain, f"pickles {self.__name}")
 
     # -- what it does not ---------------------------------------------------------
     def _refuse(self, what: str) -> NoReturn:
-        raise symmetry_error(self._domain, f"{what} {self._name}")
+        raise symmetry_error(self.__domain, f"{what} {self.__name}")
 
     def __lt__(self, other: object) -> bool:
         self._refuse("orders")
@@ -126,7 +192,7 @@ class Element:
 
     def __bool__(self) -> bool:
         raise symmetry_error(
-            self._domain, f"uses {self._name} as a truth value (write `x is not None` to test an optional reference)"
+            self.__domain, f"uses {self.__name} as a truth value (write `x is not None` to test an optional reference)"
         )
 
     def __int__(self) -> int:
@@ -145,7 +211,7 @@ class Element:
         self._refuse("rounds")
 
     def _arith(self, other: object) -> NoReturn:
-        raise symmetry_error(self._domain, f"does arithmetic on {self._name}")
+        raise symmetry_error(self.__domain, f"does arithmetic on {self.__name}")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arith
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _arith
@@ -159,6 +225,60 @@ class Element:
     __pos__ = __abs__ = __invert__ = __neg__
 
 
+class Elements:
+    """``s.all(D)`` of a symmetric domain: iterate it, take its ``len``, test ``in``; never index it.
+
+    A position in the list of elements is an index by another name
+    (``s.all(Req)[0]`` is "the first request"), so ``[k]`` and ``.index(e)``
+    are refused (OWN060) for spec code.  The checker's own code may index it.
+    """
+
+    __slots__ = ("_Elements__items", "_Elements__domain")
+
+    def __init__(self, domain: str, items: tuple[Element, ...]) -> None:
+        self.__items = items
+        self.__domain = domain
+
+    def __iter__(self) -> Iterator[Element]:
+        return iter(self.__items)
+
+    def __len__(self) -> int:
+        return len(self.__items)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.__items
+
+    def __getitem__(self, k: Any) -> Any:
+        if not checker_caller(1):
+            raise symmetry_error(self.__domain, f"takes the element at position {k!r} of s.all({self.__domain})",
+                                 hint=_NO_POSITION)
+        return self.__items[k]
+
+    def index(self, item: Any) -> int:
+        """The position of ``item``: the checker's own code only (a position is an index)."""
+        if not checker_caller(1):
+            raise symmetry_error(self.__domain, f"asks the position of an element in s.all({self.__domain})",
+                                 hint=_NO_POSITION)
+        return self.__items.index(item)
+
+    def __reduce__(self) -> NoReturn:
+        raise symmetry_error(self.__domain, f"pickles s.all({self.__domain})")
+
+    def __repr__(self) -> str:
+        return f"s.all({self.__domain})"
+
+
+_NO_POSITION = (
+    "a position among interchangeable elements names one of them: loop over the elements "
+    "(`for r in s.all(D)`) or let the checker pick one (`r = s.choose(list(s.all(D)), domain=D)`)"
+)
+
+
+def element_set(mask: int, elems: Sequence[Element]) -> frozenset[Element]:
+    """The elements whose bits are set in ``mask`` (what spec code reads from a symmetric ``SetOf``)."""
+    return frozenset([e for k, e in enumerate(elems) if mask >> k & 1])
+
+
 def plain(value: Any) -> Any:
     """``value`` with every element replaced by its index, inside lists, tuples, sets and dicts too.
 
@@ -168,7 +288,7 @@ def plain(value: Any) -> Any:
     """
     cls = value.__class__
     if cls is Element:
-        return value._i
+        return value._Element__i
     if cls in (list, tuple, set, frozenset):
         return cls(plain(v) for v in value)
     if cls is dict:
@@ -178,7 +298,7 @@ def plain(value: Any) -> Any:
 
 def ix(value: Any) -> Any:
     """The index behind an element (anything else unchanged): for the trusted vocabulary only."""
-    return value._i if value.__class__ is Element else value
+    return value._Element__i if value.__class__ is Element else value
 
 
 Member = Element | int
