@@ -128,7 +128,7 @@ class Element:
     @property
     def _i(self) -> int:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"reads the index of {self.__name}", names=True)
+            raise symmetry_error(self.__domain, f"reads the index of {self.__name}", hint=_NO_INDEX)
         return self.__i
 
     @property
@@ -140,7 +140,7 @@ class Element:
     @property
     def _domain(self) -> str:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"reads the private fields of {self.__name}", names=True)
+            raise symmetry_error(self.__domain, f"reads the private fields of {self.__name}", hint=_NO_INDEX)
         return self.__domain
 
     # -- what a permutation preserves -------------------------------------------
@@ -268,15 +268,91 @@ class Elements:
         return f"s.all({self.__domain})"
 
 
+_NO_INDEX = ("an element's index is the checker's: compare elements with `==` and index tables with the "
+             "element itself")
 _NO_POSITION = (
     "a position among interchangeable elements names one of them: loop over the elements "
     "(`for r in s.all(D)`) or let the checker pick one (`r = s.choose(list(s.all(D)), domain=D)`)"
 )
 
 
-def element_set(mask: int, elems: Sequence[Element]) -> frozenset[Element]:
+class ElementSet(frozenset):  # type: ignore[type-arg]
+    """What spec code reads from a ``SetOf(D)`` of a symmetric D: a frozenset of elements.
+
+    The cell is a bitmask whose bits are indices, so the set refuses to be
+    mixed with ints (OWN060): ``mask & 1``, ``s.w[p] == 2``, ``s.w[p] > 0``,
+    ``int(s.w[p])``.  Only ``== 0`` and ``!= 0`` are kept, as the emptiness
+    test they were on the mask (the same under every renaming, and what the
+    Z3 engines, which see the mask, evaluate alike).  Set algebra with other
+    sets gives an ``ElementSet`` again.
+    """
+
+    __slots__ = ("_ElementSet__domain",)
+
+    def __new__(cls, items: Any = (), domain: str = "") -> ElementSet:
+        made = frozenset.__new__(cls, items)
+        made.__domain = domain
+        return made
+
+    def _no_int(self, other: object, what: str) -> None:
+        if isinstance(other, int) and not isinstance(other, bool):
+            raise symmetry_error(self.__domain, f"{what} a set of elements with the int {other}", hint=_NO_MASK)
+
+    def __eq__(self, other: object) -> bool:
+        if other == 0 and other.__class__ is int:
+            return not self  # the empty mask: emptiness is the same under every renaming
+        self._no_int(other, "compares")
+        return frozenset.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        if other == 0 and other.__class__ is int:
+            return bool(self)
+        self._no_int(other, "compares")
+        return frozenset.__ne__(self, other)
+
+    def __hash__(self) -> int:
+        return frozenset.__hash__(self)
+
+    def _op(name: str) -> Any:  # noqa: N805 - builds the methods below
+        base = getattr(frozenset, name)
+
+        def op(self: ElementSet, other: Any) -> Any:
+            self._no_int(other, "combines" if name not in ("__lt__", "__le__", "__gt__", "__ge__") else "orders")
+            out = base(self, other)
+            return ElementSet(out, self._ElementSet__domain) if out.__class__ is frozenset else out
+
+        op.__name__ = name
+        return op
+
+    __and__ = _op("__and__")
+    __rand__ = _op("__rand__")
+    __or__ = _op("__or__")
+    __ror__ = _op("__ror__")
+    __sub__ = _op("__sub__")
+    __rsub__ = _op("__rsub__")
+    __xor__ = _op("__xor__")
+    __rxor__ = _op("__rxor__")
+    __lt__ = _op("__lt__")
+    __le__ = _op("__le__")
+    __gt__ = _op("__gt__")
+    __ge__ = _op("__ge__")
+    del _op
+
+    def _refuse_number(self, *_: Any) -> NoReturn:
+        raise symmetry_error(self.__domain, "uses a set of elements as a number", hint=_NO_MASK)
+
+    __int__ = __index__ = __lshift__ = __rshift__ = __rlshift__ = __rrshift__ = _refuse_number
+    __add__ = __radd__ = __mul__ = __rmul__ = __invert__ = _refuse_number
+
+
+_NO_MASK = ("a set's bits are indices: use `r in s.w[p]`, `len(s.w[p])`, `not s.w[p]` (empty), "
+            "`s.w[p] | {r}`, `s.w[p] - {r}`, `frozenset()`")
+
+
+def element_set(mask: int, elems: Sequence[Element]) -> ElementSet:
     """The elements whose bits are set in ``mask`` (what spec code reads from a symmetric ``SetOf``)."""
-    return frozenset([e for k, e in enumerate(elems) if mask >> k & 1])
+    domain = elems[0]._Element__domain if elems else ""
+    return ElementSet([e for k, e in enumerate(elems) if mask >> k & 1], domain)
 
 
 def plain(value: Any) -> Any:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ownership.errors import Code, OwnershipError
-from ownership.lang.elements import Element, Elements, checker_caller, element_set, spec_frame_location, symmetry_error, type_error
+from ownership.lang.elements import Element, Elements, ElementSet, checker_caller, element_set, spec_frame_location, symmetry_error, type_error
 from ownership.lang.types import BoolType, Enum, IntType, Ref, RefSet
 
 
@@ -463,7 +463,7 @@ def value_checker(var: Any, sizes: Mapping[str, int], symmetric: Collection[str]
         set_dom = vtype.domain
         if set_dom in symmetric:
             def put_element_set(value: Any) -> Any:
-                if value.__class__ is frozenset or value.__class__ is set:
+                if value.__class__ is ElementSet or value.__class__ is frozenset or value.__class__ is set:
                     mask = 0
                     for e in value:
                         if e.__class__ is not Element or e._Element__domain != set_dom:
