@@ -32,7 +32,6 @@ from typing import Any, NoReturn
 from ownership.errors import Code, OwnershipError
 from ownership.library import is_checker_code
 
-
 _LANG = os.path.dirname(os.path.abspath(__file__))
 _PLUMBING = frozenset(os.path.join(_LANG, f) for f in ("elements.py", "fields.py", "instance.py"))
 """The modules between spec code and an element: a caller is judged by the first frame outside them."""
@@ -111,6 +110,10 @@ class Element:
     """
 
     __slots__ = ("_Element__domain", "_Element__i", "_Element__name", "_Element__hash")
+    _Element__domain: str
+    _Element__i: int
+    _Element__name: str
+    _Element__hash: int
 
     def __init__(self, domain: str, index: int, name: str) -> None:
         object.__setattr__(self, "_Element__domain", domain)
@@ -128,62 +131,62 @@ class Element:
     @property
     def _i(self) -> int:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"reads the index of {self.__name}", hint=_NO_INDEX)
-        return self.__i
+            raise symmetry_error(self._Element__domain, f"reads the index of {self._Element__name}", hint=_NO_INDEX)
+        return self._Element__i
 
     @property
     def _name(self) -> str:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"reads the name of {self.__name}", names=True)
-        return self.__name
+            raise symmetry_error(self._Element__domain, f"reads the name of {self._Element__name}", names=True)
+        return self._Element__name
 
     @property
     def _domain(self) -> str:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"reads the private fields of {self.__name}", hint=_NO_INDEX)
-        return self.__domain
+            raise symmetry_error(self._Element__domain, f"reads the private fields of {self._Element__name}", hint=_NO_INDEX)
+        return self._Element__domain
 
     # -- what a permutation preserves -------------------------------------------
     def __eq__(self, other: object) -> bool:
         if other.__class__ is Element:
-            if other.__domain != self.__domain:  # type: ignore[attr-defined]
+            if other._Element__domain != self._Element__domain:  # type: ignore[attr-defined]
                 raise type_error(
-                    f"compares {self.__name} (an element of {self.__domain}) with {other.__name} "  # type: ignore[attr-defined]
-                    f"(an element of {other.__domain}): values of different domains are never equal"  # type: ignore[attr-defined]
+                    f"compares {self._Element__name} (an element of {self._Element__domain}) with {other._Element__name} "  # type: ignore[attr-defined]
+                    f"(an element of {other._Element__domain}): values of different domains are never equal"  # type: ignore[attr-defined]
                 )
-            return self.__i == other.__i  # type: ignore[attr-defined]
+            return self._Element__i == other._Element__i  # type: ignore[attr-defined]
         if other is None:
             return False
-        raise symmetry_error(self.__domain, f"compares {self.__name} with {other!r}")
+        raise symmetry_error(self._Element__domain, f"compares {self._Element__name} with {other!r}")
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     def __hash__(self) -> int:
-        return self.__hash  # type: ignore[no-any-return]
+        return self._Element__hash  # type: ignore[no-any-return]
 
     # -- display: the checker's rendering only ----------------------------------------
     def __repr__(self) -> str:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"turns {self.__name} into a string", names=True)
-        return self.__name  # type: ignore[no-any-return]
+            raise symmetry_error(self._Element__domain, f"turns {self._Element__name} into a string", names=True)
+        return self._Element__name  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"turns {self.__name} into a string", names=True)
-        return self.__name  # type: ignore[no-any-return]
+            raise symmetry_error(self._Element__domain, f"turns {self._Element__name} into a string", names=True)
+        return self._Element__name  # type: ignore[no-any-return]
 
     def __format__(self, spec: str) -> str:
         if spec or not checker_caller(1):
-            raise symmetry_error(self.__domain, f"formats {self.__name}", names=True)
-        return self.__name  # type: ignore[no-any-return]
+            raise symmetry_error(self._Element__domain, f"formats {self._Element__name}", names=True)
+        return self._Element__name  # type: ignore[no-any-return]
 
     def __reduce__(self) -> NoReturn:
-        raise symmetry_error(self.__domain, f"pickles {self.__name}")
+        raise symmetry_error(self._Element__domain, f"pickles {self._Element__name}")
 
     # -- what it does not ---------------------------------------------------------
     def _refuse(self, what: str) -> NoReturn:
-        raise symmetry_error(self.__domain, f"{what} {self.__name}")
+        raise symmetry_error(self._Element__domain, f"{what} {self._Element__name}")
 
     def __lt__(self, other: object) -> bool:
         self._refuse("orders")
@@ -192,7 +195,7 @@ class Element:
 
     def __bool__(self) -> bool:
         raise symmetry_error(
-            self.__domain, f"uses {self.__name} as a truth value (write `x is not None` to test an optional reference)"
+            self._Element__domain, f"uses {self._Element__name} as a truth value (write `x is not None` to test an optional reference)"
         )
 
     def __int__(self) -> int:
@@ -211,7 +214,7 @@ class Element:
         self._refuse("rounds")
 
     def _arith(self, other: object) -> NoReturn:
-        raise symmetry_error(self.__domain, f"does arithmetic on {self.__name}")
+        raise symmetry_error(self._Element__domain, f"does arithmetic on {self._Element__name}")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arith
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _arith
@@ -234,38 +237,40 @@ class Elements:
     """
 
     __slots__ = ("_Elements__items", "_Elements__domain")
+    _Elements__items: tuple[Element, ...]
+    _Elements__domain: str
 
     def __init__(self, domain: str, items: tuple[Element, ...]) -> None:
-        self.__items = items
-        self.__domain = domain
+        self._Elements__items = items
+        self._Elements__domain = domain
 
     def __iter__(self) -> Iterator[Element]:
-        return iter(self.__items)
+        return iter(self._Elements__items)
 
     def __len__(self) -> int:
-        return len(self.__items)
+        return len(self._Elements__items)
 
     def __contains__(self, item: object) -> bool:
-        return item in self.__items
+        return item in self._Elements__items
 
     def __getitem__(self, k: Any) -> Any:
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"takes the element at position {k!r} of s.all({self.__domain})",
+            raise symmetry_error(self._Elements__domain, f"takes the element at position {k!r} of s.all({self._Elements__domain})",
                                  hint=_NO_POSITION)
-        return self.__items[k]
+        return self._Elements__items[k]
 
     def index(self, item: Any) -> int:
         """The position of ``item``: the checker's own code only (a position is an index)."""
         if not checker_caller(1):
-            raise symmetry_error(self.__domain, f"asks the position of an element in s.all({self.__domain})",
+            raise symmetry_error(self._Elements__domain, f"asks the position of an element in s.all({self._Elements__domain})",
                                  hint=_NO_POSITION)
-        return self.__items.index(item)
+        return self._Elements__items.index(item)
 
     def __reduce__(self) -> NoReturn:
-        raise symmetry_error(self.__domain, f"pickles s.all({self.__domain})")
+        raise symmetry_error(self._Elements__domain, f"pickles s.all({self._Elements__domain})")
 
     def __repr__(self) -> str:
-        return f"s.all({self.__domain})"
+        return f"s.all({self._Elements__domain})"
 
 
 _NO_INDEX = ("an element's index is the checker's: compare elements with `==` and index tables with the "
@@ -274,6 +279,20 @@ _NO_POSITION = (
     "a position among interchangeable elements names one of them: loop over the elements "
     "(`for r in s.all(D)`) or let the checker pick one (`r = s.choose(list(s.all(D)), domain=D)`)"
 )
+
+
+def _set_op(name: str) -> Any:
+    """``frozenset``'s operator ``name`` for :class:`ElementSet`: refuses an int operand, keeps the class."""
+    base = getattr(frozenset, name)
+    verb = "orders" if name in ("__lt__", "__le__", "__gt__", "__ge__") else "combines"
+
+    def op(self: ElementSet, other: Any) -> Any:
+        self._no_int(other, verb)
+        out = base(self, other)
+        return ElementSet(out, self._ElementSet__domain) if out.__class__ is frozenset else out
+
+    op.__name__ = name
+    return op
 
 
 class ElementSet(frozenset):  # type: ignore[type-arg]
@@ -288,15 +307,16 @@ class ElementSet(frozenset):  # type: ignore[type-arg]
     """
 
     __slots__ = ("_ElementSet__domain",)
+    _ElementSet__domain: str
 
     def __new__(cls, items: Any = (), domain: str = "") -> ElementSet:
         made = frozenset.__new__(cls, items)
-        made.__domain = domain
+        made._ElementSet__domain = domain
         return made
 
     def _no_int(self, other: object, what: str) -> None:
         if isinstance(other, int) and not isinstance(other, bool):
-            raise symmetry_error(self.__domain, f"{what} a set of elements with the int {other}", hint=_NO_MASK)
+            raise symmetry_error(self._ElementSet__domain, f"{what} a set of elements with the int {other}", hint=_NO_MASK)
 
     def __eq__(self, other: object) -> bool:
         if other == 0 and other.__class__ is int:
@@ -313,33 +333,21 @@ class ElementSet(frozenset):  # type: ignore[type-arg]
     def __hash__(self) -> int:
         return frozenset.__hash__(self)
 
-    def _op(name: str) -> Any:  # noqa: N805 - builds the methods below
-        base = getattr(frozenset, name)
-
-        def op(self: ElementSet, other: Any) -> Any:
-            self._no_int(other, "combines" if name not in ("__lt__", "__le__", "__gt__", "__ge__") else "orders")
-            out = base(self, other)
-            return ElementSet(out, self._ElementSet__domain) if out.__class__ is frozenset else out
-
-        op.__name__ = name
-        return op
-
-    __and__ = _op("__and__")
-    __rand__ = _op("__rand__")
-    __or__ = _op("__or__")
-    __ror__ = _op("__ror__")
-    __sub__ = _op("__sub__")
-    __rsub__ = _op("__rsub__")
-    __xor__ = _op("__xor__")
-    __rxor__ = _op("__rxor__")
-    __lt__ = _op("__lt__")
-    __le__ = _op("__le__")
-    __gt__ = _op("__gt__")
-    __ge__ = _op("__ge__")
-    del _op
+    __and__ = _set_op("__and__")
+    __rand__ = _set_op("__rand__")
+    __or__ = _set_op("__or__")
+    __ror__ = _set_op("__ror__")
+    __sub__ = _set_op("__sub__")
+    __rsub__ = _set_op("__rsub__")
+    __xor__ = _set_op("__xor__")
+    __rxor__ = _set_op("__rxor__")
+    __lt__ = _set_op("__lt__")
+    __le__ = _set_op("__le__")
+    __gt__ = _set_op("__gt__")
+    __ge__ = _set_op("__ge__")
 
     def _refuse_number(self, *_: Any) -> NoReturn:
-        raise symmetry_error(self.__domain, "uses a set of elements as a number", hint=_NO_MASK)
+        raise symmetry_error(self._ElementSet__domain, "uses a set of elements as a number", hint=_NO_MASK)
 
     __int__ = __index__ = __lshift__ = __rshift__ = __rlshift__ = __rrshift__ = _refuse_number
     __add__ = __radd__ = __mul__ = __rmul__ = __invert__ = _refuse_number

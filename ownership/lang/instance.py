@@ -32,7 +32,7 @@ from ownership.errors import Code, OwnershipError, SpecWarning, caller_location,
 from ownership.lang.audit import DeterminismAudit
 from ownership.lang.declarations import Action, Domain, Params, Values
 from ownership.lang.elements import Element, Elements, checker_caller, element_set, ix, symmetry_error
-from ownership.lang.fields import Layout, make_field, value_checker
+from ownership.lang.fields import Layout, make_field
 from ownership.lang.guard import Disabled
 from ownership.lang.invariants import InvariantChecks, known_invariant
 from ownership.lang.model import Spec
@@ -40,6 +40,7 @@ from ownership.lang.purity import check_static
 from ownership.lang.statejson import StateCodec
 from ownership.lang.successors import ActionInstance, Successors
 from ownership.lang.types import Ref, RefSet
+from ownership.lang.writes import value_checker
 
 if TYPE_CHECKING:
     from ownership.lang.evaluator import Evaluator
