@@ -22,7 +22,6 @@ JSON keep ints.  The vocabulary is trusted code and unwraps with :func:`ix`.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import zlib
@@ -49,13 +48,22 @@ def spec_frame_location(skip: int = 2) -> tuple[str | None, int | None]:
     return (first.f_code.co_filename, first.f_lineno) if first is not None else (None, None)
 
 
-@functools.lru_cache(maxsize=512)
 def _kind_of_file(filename: str) -> int:
-    """0: the view and field plumbing, 1: the rest of the checker, 2: spec code (memoised: asked often)."""
-    path = os.path.abspath(filename)
-    if path in _PLUMBING:
+    """0: the view and field plumbing, 1: the rest of the checker, 2: spec code."""
+    if os.path.abspath(filename) in _PLUMBING:
         return 0
     return 1 if is_checker_code(filename) else 2
+
+
+class _FileKinds(dict[str, int]):
+    """A memo of :func:`_kind_of_file` (asked on every read of a symmetric set): a pure function's cache."""
+
+    def __missing__(self, filename: str) -> int:
+        kind = self[filename] = _kind_of_file(filename)
+        return kind
+
+
+_KINDS = _FileKinds()
 
 
 def checker_caller(depth: int = 1) -> bool:
@@ -66,8 +74,9 @@ def checker_caller(depth: int = 1) -> bool:
     (``lang/``) are skipped so the answer is about whoever called into them.
     """
     frame: Any = sys._getframe(depth + 1)
+    kinds = _KINDS
     while frame is not None:
-        kind = _kind_of_file(frame.f_code.co_filename)
+        kind = kinds[frame.f_code.co_filename]
         if kind:
             return kind == 1
         frame = frame.f_back
