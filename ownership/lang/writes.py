@@ -111,8 +111,8 @@ def value_checker(var: Any, sizes: Mapping[str, int], symmetric: Collection[str]
                             raise bad(e, f": a set of elements of {set_dom} holds only elements of {set_dom}")
                         mask |= 1 << e._Element__i
                     return mask
-                if value.__class__ is int and 0 <= value < limit and checker_caller(1):
-                    return value
+                if value.__class__ is int and (value == 0 or (0 <= value < limit and checker_caller(1))):
+                    return value  # 0, the empty set, is the same under every renaming
                 if value.__class__ is int and 0 <= value < limit:
                     raise symmetry_error(set_dom, f"writes the int {value} into {name}, declared SetOf({set_dom})",
                                          hint="a bitmask's bits are indices: write a set of elements "
