@@ -11,12 +11,15 @@ classes whose every access is one index computation on the shared cell list.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ownership.errors import Code, OwnershipError
 from ownership.lang.elements import (
+    FILE_KINDS,
+    TRUSTED,
     Element,
     Elements,
     checker_caller,
@@ -124,7 +127,7 @@ class Field1:
         return self._cells[self.off : self.off + self.n]
 
     def __iter__(self) -> Iterator[Any]:
-        if self.sym and not checker_caller(1):
+        if self.sym and FILE_KINDS[sys._getframe(1).f_code.co_filename] != TRUSTED and not checker_caller(1):
             raise _positional(self.var, self.dom)
         return iter(self._row())
 
@@ -191,7 +194,9 @@ class Field1Set(Field1):
             pos = self._at(i)
         self.reads.append(pos)
         mask = self._cells[pos]
-        return mask if checker_caller(1) else element_set(mask, self.elems)
+        if FILE_KINDS[sys._getframe(1).f_code.co_filename] == TRUSTED or checker_caller(1):
+            return mask
+        return element_set(mask, self.elems)
 
     def _row(self) -> list[Any]:
         row = Field1._row(self)
