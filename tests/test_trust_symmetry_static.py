@@ -129,18 +129,20 @@ def test_spec_code_sees_sets_of_elements_and_no_positions() -> None:
     Page = spec.domain("Page", 2, names="PQ")
     spec.var("holders", SetOf(Req), per=Page, init=0)
     spec.var("n", int, per=(Req, Page), init=0)
+    spec.var("batch", SetOf(Req), init=0)
     spec.invariant(lambda s: True, name="ok")
     seen: dict[str, object] = {}
 
     @spec.action
     def look(s, r: Req):  # type: ignore[no-untyped-def]
         s.holders[0] = s.holders[0] | {r}
+        s.batch = s.batch | {r}  # a scalar set reads as a set of elements too
         reqs = s.all(Req)
         seen.update(held=s.holders[0], len=len(reqs), has=r in reqs, listed=list(reqs),
                     items=s.n.items(), empty=s.holders[1] == 0, nonempty=s.holders[0] != 0)
         for bad in (lambda: reqs[0], lambda: reqs.index(r), lambda: s.holders[0] & 1, lambda: s.holders[0] > 0,
                     lambda: s.holders[0] == 1, lambda: list(s.n), lambda: s.name_of(Req, r), lambda: repr(r),
-                    lambda: r._name, lambda: r._domain, lambda: str(s.holders[0])):
+                    lambda: r._name, lambda: r._domain, lambda: str(s.holders[0]), lambda: s.batch & 2):
             with pytest.raises(OwnershipError) as exc:
                 bad()
             assert exc.value.code in (Code.SYMMETRY_BROKEN, Code.WRONG_DOMAIN)
@@ -154,4 +156,4 @@ def test_spec_code_sees_sets_of_elements_and_no_positions() -> None:
     assert seen["len"] == 3 and seen["has"] is True and seen["listed"] == list(inst.elements["Req"])
     assert seen["items"] == [((e, p), 0) for e in inst.elements["Req"] for p in range(2)]
     assert seen["empty"] is True and seen["nonempty"] is True and seen["page_name"] == "Q"
-    assert succ.state[0] == 2  # the cell stays a bitmask: bit 1 is B
+    assert succ.state[0] == 2 and succ.state[-1] == 2  # the cells stay bitmasks: bit 1 is B
