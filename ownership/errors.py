@@ -37,6 +37,7 @@ class Code(enum.Enum):
     SPEC_INVALID = (4, "spec is malformed")
     SPEC_NO_INVARIANTS = (5, "spec declares no invariants")
     SPEC_RUNTIME = (6, "spec code raised while running an action or invariant")
+    SPEC_INVARIANT_STEP = (64, "invariant reads or marks a step (s.flag, s.emit, s.events), not the state")
     SPEC_NOT_BOOL = (65, "invariant or guard is not a bool")
     SPEC_NONDETERMINISTIC = (66, "action is not a deterministic function of the state")
     SPEC_IMPURE = (67, "spec code depends on something other than the state")

@@ -248,8 +248,12 @@ def _count(values: object, cap: int) -> int:
     return len(set(itertools.islice(iter(values), cap + 1)))  # type: ignore[call-overload]
 
 
-def check_instance_size(spec: Spec, overrides: Mapping[str, int], max_domain: int) -> None:
+def check_instance_size(spec: Spec, overrides: Mapping[str, int], max_domain: int, flag: str = "--max-domain") -> None:
     """Refuse (OWN017) an instance with a domain or value set of more than ``max_domain`` elements.
+
+    ``flag`` is how the caller's front end spells the limit (``--max-domain``
+    on the command line, ``max_domain`` in the Python API): the message says
+    to raise it.
 
     Runs before :class:`~ownership.lang.instance.Instance` allocates anything:
     it resolves only the sizes, then names the largest domain, the parameter
@@ -295,8 +299,8 @@ def check_instance_size(spec: Spec, overrides: Mapping[str, int], max_domain: in
         Code.INSTANCE_TOO_LARGE,
         f"{kind} {name} would have {size:,} elements"
         + (f" with {changed}" if changed else "")
-        + f", more than --max-domain {max_domain}: one state would hold {cells:,} cells and each state "
-        f"would try {moves:,} action instances; lower the parameters, or raise --max-domain if you mean it",
+        + f", more than {flag} {max_domain}: one state would hold {cells:,} cells and each state "
+        f"would try {moves:,} action instances; lower the parameters, or raise {flag} if you mean it",
         spec.file,
         spec.line,
     )

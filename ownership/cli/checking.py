@@ -117,6 +117,8 @@ def _print_check(outcome: Outcome, record: list[Any] | None, allow_vacuous: bool
         # "agrees" only when both results promise something comparable; a sampled pass never does.
         said = "NO VIOLATION FOUND (sampled)" if other.sampled and other.verdict.name == "BOUNDED_OK" else other.verdict.name
         typer.echo(f"  {relation}: {other.engine} says {said}: {why}; {other.coverage()}")
+    for line in outcome.overruled(allow_vacuous):
+        typer.echo(f"  {line}")
     for line in outcome.explanation:
         typer.echo(line)
     if outcome.trace_dir is not None:
@@ -138,7 +140,8 @@ def _record(record: list[Any] | None, outcome: Outcome, allow_vacuous: bool) -> 
     if record is not None:
         from ownership.render.ci.records import spec_run
 
-        record.append(spec_run(outcome.spec, outcome.path, outcome.result, files=outcome.files,
+        # The violation that set the exit status (another engine's, under `all`, when the reference has none).
+        record.append(spec_run(outcome.spec, outcome.path, outcome.shown, files=outcome.files,
                                allow_vacuous=allow_vacuous))
 
 
@@ -241,7 +244,8 @@ def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path 
                 typer.echo("")
             outcome = _session_check(spec_path, settings, progress=settings.progress)
             show(outcome, runs, allow_vacuous)
-            worst = worse(worst, outcome.result.exit_code_allowing(allow_vacuous))
+            # Every engine of `all` counts: a violation or an inconclusive run is never hidden behind the reference's 0.
+            worst = worse(worst, outcome.exit_code_allowing(allow_vacuous))
             if outcome.result.stop_reason.name == "INTERRUPTED":
                 break  # Ctrl-C or SIGTERM: stop here, with what was covered so far
     return worst

@@ -55,10 +55,13 @@ def mbt(
     derandomize: Annotated[bool, typer.Option("--derandomize", help="Same examples on every run (CI mode).")] = False,
     out: Annotated[Path | None, typer.Option(parser=inputs.output_dir("--out"), metavar="DIR", help="Folder for the spec side of a failing run (trace.json, picture).")] = None,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
+    max_seconds: Annotated[float | None, typer.Option(
+        metavar="SECONDS", help="Wall-clock limit (reached: UNKNOWN, exit 3).")] = None,
 ) -> None:
     """Model-based test: drive an implementation and SPEC in lock step; fail at the first step they disagree."""
     from ownership.lang.loader import load_spec
     from ownership.render.text import headline
+    from ownership.session.run import COMMAND_LINE
     from ownership.testing.adapter import load_adapter
     from ownership.testing.mbt import MBTOptions, run_mbt
 
@@ -66,13 +69,15 @@ def mbt(
     inputs.check_count("--steps", steps, 1)
     inputs.check_count("--seed", seed, 0)
     inputs.check_count("--max-domain", max_domain, 1)
+    inputs.check_seconds("--max-seconds", max_seconds)
     params = parse_params(param)
     cls = load_adapter(adapter)
     spec = load_spec(spec_path)
-    inputs.check_instance_size(spec, params, max_domain)
+    # The instance-size check (OWN017) and the time limit are run_mbt's, as for every front end.
     result = run_mbt(
-        cls, MBTOptions(max_examples=max_examples, steps=steps, seed=seed, derandomize=derandomize),
-        spec=spec, params=params,
+        cls, MBTOptions(max_examples=max_examples, steps=steps, seed=seed, derandomize=derandomize,
+                        max_seconds=max_seconds, max_domain=max_domain),
+        spec=spec, params=params, limits=COMMAND_LINE,
     )
     typer.echo(headline(result))
     typer.echo(f"  {result.coverage()}")
@@ -91,6 +96,7 @@ def mbt(
         typer.echo(f"\n  spec side of the failing run: {', '.join(str(p) for p in written)}")
     flags = [f"--adapter {adapter}", f"--max-examples {max_examples}", f"--steps {steps}"]
     flags.append("--derandomize" if derandomize else f"--seed {result.options.get('seed')}")
+    flags += [f"--max-seconds {max_seconds}"] if max_seconds is not None else []
     typer.echo(f"  reproduce: ownership mbt {spec_path} {' '.join(flags)}")
     raise typer.Exit(int(result.exit_code))
 
@@ -194,7 +200,7 @@ def graph(
     """Export the reachable state graph (networkx) for other tools."""
     params = parse_params(param)
     g = session.export_graph(spec_path, out, params, max_states=max_states, symmetry=symmetry, max_domain=max_domain)
-    typer.echo(f"wrote {g.out}: {g.states:,} states, {g.transitions:,} transitions, {g.violating:,} violating states")
+    typer.echo(g.summary())
 
 
 def mutate(

@@ -11,6 +11,7 @@ over every violation within the bound.  Proofs are :mod:`ownership.engines.prove
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -70,14 +71,16 @@ def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckR
     reached = Reached(progress)
 
     def run() -> CheckResult:
-        note = precheck(inst, options.symmetry)
-        if options.minimize or options.maximize:
-            sym = encode(inst, options)
-            return noted(_optimize(inst, sym, checked_invariants(sym, options), options, start), note)
+        # Symmetry is broken only where Z3 proved the spec symmetric for every state.
+        note, reduce = precheck(inst, options.symmetry, options.free)
+        opts = options if reduce else dataclasses.replace(options, symmetry=False)
+        if opts.minimize or opts.maximize:
+            sym = encode(inst, opts)
+            return noted(_optimize(inst, sym, checked_invariants(sym, opts), opts, start), note)
         # The concrete prefix is searched once, not once per integer width.
-        prefix = _prefix(inst, [inv.name for inv in select_invariants(inst, options.invariants)], options, reached)
-        return noted(widening("bmc", inst, options, start, lambda sym, names, widened: _bmc_at(
-            inst, sym, names, options, reached, start, widened, prefix)), note)
+        prefix = _prefix(inst, [inv.name for inv in select_invariants(inst, opts.invariants)], opts, reached)
+        return noted(widening("bmc", inst, opts, start, lambda sym, names, widened: _bmc_at(
+            inst, sym, names, opts, reached, start, widened, prefix)), note)
 
     return until_stopped("bmc", inst, options, start, reached, run)
 
@@ -227,8 +230,9 @@ def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcO
     k_max = options.max_depth
     for k in range(k_max):
         opt.add(*un.transition(k))
-    # Stutter steps (selector -1) pad shorter violations, so one query covers every depth.
-    opt.add(z3.Or(*[z3.Not(un.invariant(n, k_max)) for n in names]))
+    # Stutter steps (selector -1) pad shorter violations, so one query covers every depth: a state's
+    # violation lasts to the end; a step's flag is asked of every step (the steps after it may undo nothing).
+    opt.add(z3.Or(*[z3.Not(un.invariant(n, k_max)) for n in names], *[un.event_step(names, k) for k in range(1, k_max + 1)]))
     term = sym.param_terms[target]
     handle = opt.minimize(term) if options.minimize else opt.maximize(term)
     answer = opt.check()
@@ -246,8 +250,10 @@ def _optimize(inst: Instance, sym: SymbolicSpec, names: list[str], options: BmcO
     model = opt.model()
     value = int_of(model.eval(term, model_completion=True))
     del handle
-    bad = first_failing(un, model, names, k_max)
-    trace, _ = extract(un, model, k_max, instance_factory(inst), "bmc", bad)
+    # The trace ends at the first violation (a flagged step may be followed by others).
+    end = next(k for k in range(k_max + 1) if z3.is_true(model.eval(un.violation(names, k), model_completion=True)))
+    bad = first_failing(un, model, names, end)
+    trace, _ = extract(un, model, end, instance_factory(inst), "bmc", bad)
     word = "smallest" if options.minimize else "largest"
     return CheckResult(inst.spec.name, "bmc", Verdict.VIOLATED, StopReason.VIOLATION,
                        Stats(0, 0, len(trace), time.perf_counter() - start), shown, tuple(names), violated=bad,

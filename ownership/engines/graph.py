@@ -5,8 +5,13 @@ and parent links only); this module runs the same search
 (:class:`~ownership.engines.search.BreadthFirst`, same semantics and symmetry
 reduction) with a visitor that records every edge, so it is for instances of
 up to a few hundred thousand states.  Nodes are state numbers in discovery order
-(0 = initial) with attributes ``violates`` (first violated invariant or "")
-and ``depth``; edges carry ``action`` (e.g. ``decode_forward(B)``).
+(0 = initial) with attributes ``violates`` (first violated invariant or ""),
+``flagged`` (the invariant of the flagged step that is the only way in, or
+"") and ``depth``; edges carry ``action`` (e.g. ``decode_forward(B)``) and
+``violates``: the first checked invariant a transition of the edge flags
+(``s.flag``, an event marked ``violates=``), or "".  A flagged step is a
+violation in every engine even when the state it reaches satisfies every
+invariant, so the graph must show it on the edge.
 """
 
 from __future__ import annotations
@@ -42,18 +47,35 @@ class _Recorder(Visitor):
         self.inst = inst
         self.g = g
         self.invariants = invariants
+        self.clean_in: set[int] = {0}
+        """Nodes with a way in that is not flagged (the initial state is one by definition)."""
+        self.flagged_in: dict[int, str] = {}
+        """Each node's first flagged way in: the invariant it violates."""
 
     def on_state(self, node: int, state: State, depth: int) -> None:
         violates = next((n for n in self.invariants if not self.inst.holds(state, n)), "")
-        self.g.add_node(node, depth=depth, violates=violates)
+        self.g.add_node(node, depth=depth, violates=violates, flagged="")
 
     def on_edge(self, src: int, action: ActionInstance, succ: Successor, dst: int) -> Stop | None:
         g = self.g
-        if g.has_edge(src, dst):
-            g.edges[src, dst]["action"] += " | " + action.label
+        flag = next((n for n in self.invariants if n in succ.violations), "") if succ.violations else ""
+        if flag:
+            self.flagged_in.setdefault(dst, flag)
         else:
-            g.add_edge(src, dst, action=action.label)
+            self.clean_in.add(dst)
+        if g.has_edge(src, dst):
+            edge = g.edges[src, dst]
+            edge["action"] += " | " + action.label
+            edge["violates"] = edge["violates"] or flag
+        else:
+            g.add_edge(src, dst, action=action.label, violates=flag)
         return None
+
+    def mark_flagged_only(self) -> None:
+        """Mark the states every way into which is a flagged step: they exist only through a violation."""
+        for node, flag in self.flagged_in.items():
+            if node not in self.clean_in:
+                self.g.nodes[node]["flagged"] = flag
 
 
 def state_graph(inst: Instance, options: GraphOptions = GraphOptions()) -> nx.DiGraph:
@@ -64,15 +86,27 @@ def state_graph(inst: Instance, options: GraphOptions = GraphOptions()) -> nx.Di
     g = nx.DiGraph(spec=inst.spec.name, params=inst.describe_params())
     search = BreadthFirst(inst, symmetry=options.symmetry, limits=Limits(max_states=options.max_states),
                           catch_stops=False)
-    outcome = search.run(_Recorder(inst, g, invariants))
+    recorder = _Recorder(inst, g, invariants)
+    outcome = search.run(recorder)
     if outcome.stop.reason is StopReason.STATE_LIMIT:
         raise OwnershipError(
             Code.BAD_OPTION,
             f"state graph has more than {options.max_states:,} states; raise --max-states",
         )
+    recorder.mark_flagged_only()
     return g
 
 
 def violating_nodes(g: nx.DiGraph) -> list[int]:
     """States that violate some invariant."""
     return [n for n, d in g.nodes(data=True) if d.get("violates")]
+
+
+def flagged_edges(g: nx.DiGraph) -> list[tuple[int, int]]:
+    """Edges with a transition the spec flags as violating a checked invariant."""
+    return [(a, b) for a, b, d in g.edges(data=True) if d.get("violates")]
+
+
+def flagged_nodes(g: nx.DiGraph) -> list[int]:
+    """States reached only through flagged steps."""
+    return [n for n, d in g.nodes(data=True) if d.get("flagged")]

@@ -23,6 +23,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ownership.core.result import StopReason
 from ownership.engines.search import BreadthFirst, Stop, Visitor
@@ -32,6 +33,9 @@ from ownership.lang.instance import Instance, State
 from ownership.lang.permutation import Permutation
 from ownership.lang.successors import ActionInstance
 
+if TYPE_CHECKING:
+    from ownership.symbolic.equivariance import Equivariance
+
 DEFAULT_SAMPLE = 80
 """States sampled by default: enough to reach past the first allocations, cheap next to a search."""
 
@@ -40,6 +44,7 @@ MAX_OUTCOMES = 400
 
 BUDGET = 60_000
 """Action runs in all, after which the check stops and reports how many states it covered."""
+
 
 
 @dataclass(frozen=True)
@@ -257,12 +262,50 @@ def _check_perm(inst: Instance, check: _Perm, st: State, base: list[list[State] 
     return work
 
 
-def precheck(inst: Instance, reduce: bool) -> str | None:
-    """Before a symbolic engine: run the spec concretely on a sample, and check symmetry if it is reduced.
+def generators(inst: Instance, domains: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """Per domain, a transposition and an n-cycle (one permutation for two elements): they generate its group."""
+    out: list[tuple[str, list[int]]] = []
+    for d in domains:
+        n = inst.sizes[d]
+        if n >= 2:
+            out.append((d, [1, 0, *range(2, n)]))
+        if n > 2:
+            out.append((d, [*range(1, n), 0]))
+    return out
 
-    The Z3 view does not wrap elements, so without this a spec that explore
-    refuses (OWN060/OWN061) could get BOUNDED_OK or PROVED from bmc/prove.
-    Returns the note to report, or ``None`` when no symmetric domain is reduced.
+
+def _generator_words(gens: Sequence[tuple[str, Sequence[int]]]) -> str:
+    return "a transposition and a cycle of each domain" if any(len(p) > 2 for _, p in gens) else "the swap of the two elements"
+
+
+def prove_symmetry(inst: Instance, domains: Sequence[str], invariants: Sequence[str] | None = None,
+                   seconds: float | None = None, free: Sequence[str] = ()) -> Equivariance:
+    """The Z3 proof (:mod:`ownership.symbolic.equivariance`) that ``domains`` are symmetric in ``inst``.
+
+    ``free`` parameters stay symbolic: the proof then holds for all their values.
     """
-    checked = check_symmetry(inst, None if reduce else [])
-    return checked.describe() if checked.domains else None
+    from ownership.symbolic.equivariance import DEFAULT_SECONDS, prove_equivariance
+
+    return prove_equivariance(inst, generators(inst, domains), invariants,
+                              seconds=DEFAULT_SECONDS if seconds is None else seconds, free=free)
+
+
+def precheck(inst: Instance, reduce: bool, free: Sequence[str] = ()) -> tuple[str | None, bool]:
+    """Before a symbolic engine: run the spec concretely on a sample, and decide whether symmetry may be broken.
+
+    The Z3 view does not wrap elements, so the sample is what surfaces
+    OWN060 (and OWN061 where a sampled reachable state breaks the promise)
+    for bmc and prove.  With ``reduce``, symmetry is broken only if Z3 proves
+    it holds for every state (:func:`prove_symmetry`, every symmetric domain:
+    bmc breaks the symmetry of argument domains too); otherwise the engine
+    runs without symmetry breaking.  ``free`` parameters stay symbolic in
+    the proof.  Returns the note and whether to reduce.
+    """
+    doms = symmetric_domains(inst) if reduce else []
+    check_symmetry(inst, doms)
+    if not doms:
+        return None, False
+    proof = prove_symmetry(inst, doms, free=free)
+    if proof.proved:
+        return proof.describe(), True
+    return f"{proof.describe()}: searched without symmetry breaking", False

@@ -97,11 +97,19 @@ def _permute_or_skip(inst: Instance, name: str, permuted: list[str], skipped: li
         permuted.append(name)
 
 
-def make_canonicalizer(inst: Instance, plan: SymmetryPlan) -> Callable[[State], Any]:
-    """A function mapping a state to a hashable key equal for all states in its orbit."""
+def make_canonicalizer(inst: Instance, plan: SymmetryPlan, *, exact: bool = False) -> Callable[[State], Any]:
+    """A function mapping a state to a hashable key; equal keys mean the same orbit.
+
+    The search's key sorts the elements of a permuted domain by signatures
+    that may include cells naming another permuted domain: two renamings of
+    one state can then get different keys when two domains are permuted (the
+    search stores both: wasted work, never a merged orbit).  With ``exact``
+    the signatures leave those cells out, and the key is equal for all
+    states of an orbit (what the symmetry check compares successors by).
+    """
     if not plan.permuted and not plan.sorted:
         return lambda st: st
-    return _Generated(inst, plan).compile("key")
+    return _Generated(inst, plan, exact=exact).compile("key")
 
 
 def make_canonical_permuter(inst: Instance, plan: SymmetryPlan) -> Callable[[State], tuple[Any, Permutation]]:
@@ -165,7 +173,7 @@ def _inverse(order: Sequence[int]) -> list[int]:
 class _Generated:
     """The pieces of the generated canonicaliser's source, shared by its variants."""
 
-    def __init__(self, inst: Instance, plan: SymmetryPlan) -> None:
+    def __init__(self, inst: Instance, plan: SymmetryPlan, *, exact: bool = False) -> None:
         spec = inst.spec
         self.name = spec.name
         self.sizes = sizes = inst.sizes
@@ -241,15 +249,18 @@ class _Generated:
                 else:
                     rest_exprs.append(value_expr(v.type, f"st[{'+'.join(terms)}]"))
 
-        # Per permuted domain, a permutation-invariant signature of each element (its own
-        # cells that name no element of the domain): only orderings that sort elements by
-        # signature are tried, so the usual case is one ordering instead of n!.
+        # Per permuted domain, a signature of each element (its own cells that name no element
+        # of the domain; with ``exact``, of any permuted domain, since a cell naming another
+        # permuted domain changes when that one is renamed): only orderings that sort
+        # elements by signature are tried, so the usual case is one ordering instead of n!.
+        left_out = set(perm_doms) if exact else set()
         sig_exprs: dict[str, list[str]] = {}
         self.sig_exprs = sig_exprs
         for dname in perm_doms:
             cols = []
             for v in spec.vars.values():
-                if [d.name for d in v.index] == [dname] and v.type.refers_to() != dname:
+                named = v.type.refers_to()
+                if [d.name for d in v.index] == [dname] and named != dname and named not in left_out:
                     lay = inst.layouts[v.name]
                     cols.append((lay.offset, value_expr_plain(v.type)))
             sig_exprs[dname] = [

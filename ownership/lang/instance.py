@@ -34,7 +34,7 @@ from ownership.lang.declarations import Action, Domain, Params, Values
 from ownership.lang.elements import Element, Elements, checker_caller, element_set, ix, symmetry_error
 from ownership.lang.fields import Layout, make_field
 from ownership.lang.guard import Disabled
-from ownership.lang.invariants import InvariantChecks, known_invariant
+from ownership.lang.invariants import InvariantChecks, known_invariant, refused_step_member
 from ownership.lang.model import Spec
 from ownership.lang.purity import check_static
 from ownership.lang.statejson import StateCodec
@@ -168,7 +168,8 @@ class View(ViewBase):
         object.__setattr__(self, "_inst", instance)
         object.__setattr__(self, "_cells", [None] * instance.width)
         object.__setattr__(self, "params", instance.params)
-        object.__setattr__(self, "events", [])
+        object.__setattr__(self, "_events", [])
+        object.__setattr__(self, "_judging", False)
         object.__setattr__(self, "_picks", [])
         object.__setattr__(self, "_counts", [])
         object.__setattr__(self, "_prefix", [])
@@ -292,6 +293,8 @@ class View(ViewBase):
         are rebuilt when the trace is replayed; code that computes costly
         event fields can check ``s.recording`` first.
         """
+        if self._judging:
+            raise refused_step_member(self, "emit")
         if isinstance(kind, Event):
             if fields or violates is not None:
                 raise TypeError("emit(event) takes no other arguments: the event carries its fields and violates")
@@ -303,17 +306,26 @@ class View(ViewBase):
             self._flags.append(violates)
         if self.recording:
             if isinstance(kind, Event):
-                self.events.append(kind)
+                self._events.append(kind)
             else:
                 # Events hold plain values: names for elements, as the renderers show them.
-                self.events.append(make_event(kind, {k: _plain(v) for k, v in fields.items()}, violates))
+                self._events.append(make_event(kind, {k: _plain(v) for k, v in fields.items()}, violates))
+
+    @property
+    def events(self) -> list[Event]:
+        """The events this step recorded so far (OWN064 in an invariant: a state has no events)."""
+        if self._judging:
+            raise refused_step_member(self, "events")
+        return self._events
 
     def all(self, domain: Domain) -> Any:
         """Every element of ``domain``: :class:`Element` objects for a symmetric domain, else ints."""
         return self._inst.all_of[domain.name]
 
     def flag(self, invariant: str, when: Any = True) -> None:
-        """This step violates ``invariant`` if ``when`` (see :meth:`ViewBase.flag`)."""
+        """This step violates ``invariant`` if ``when`` (see :meth:`ViewBase.flag`); OWN064 in an invariant."""
+        if self._judging:
+            raise refused_step_member(self, "flag")
         if when and invariant not in self._flags:
             if invariant not in self._inst.spec.invariants:
                 known_invariant(self._inst.spec, invariant)

@@ -1,15 +1,20 @@
 """Evaluating invariants: their truth value, which ones a run checks, and that they only read the state.
 
 The module-level functions are shared by every engine (OWN065 for an
-invariant that does not return a bool, OWN004/OWN012 for an unknown
-invariant name); :class:`InvariantChecks` is the part of
+invariant that does not return a bool, OWN064 for one that calls ``s.flag``
+or ``s.emit`` or reads ``s.events``, OWN004/OWN012 for an unknown invariant
+name); :class:`InvariantChecks` is the part of
 :class:`~ownership.lang.instance.Instance` that evaluates them on a concrete
 state and refuses one that writes it (OWN067).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import ast
+import inspect
+import sys
+import textwrap
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ownership.errors import Code, OwnershipError
@@ -68,13 +73,99 @@ def known_invariant(spec: Spec, name: str) -> None:
     )
 
 
+STEP_MEMBERS = {"flag": "calls s.flag(...)", "emit": "calls s.emit(...)", "events": "reads s.events"}
+"""The view's members that belong to a step (an action's run), never to an invariant, and what using one is."""
+
+
+def step_member_error(inv: Invariant | None, what: str, file: str | None, line: int | None) -> OwnershipError:
+    """OWN064: an invariant (``inv``, if known) ``what`` (``calls s.flag(...)``...), at ``file:line``.
+
+    Invariants are functions of a state.  A flag or an event marks a step,
+    and there is no step when an invariant is evaluated (and none at all in
+    k-induction's arbitrary start states): a flag raised there was dropped by
+    every engine, and ``s.events`` was always empty, so the invariant could
+    never fail and every engine said PROVED.
+    """
+    who = f"invariant {inv.name}" if inv is not None else "an invariant"
+    return OwnershipError(
+        Code.SPEC_INVARIANT_STEP,
+        f"{who} {what}, but invariants see a state, not a step, so the violation it means could never be found: "
+        "flag it in the action whose step violates it (s.flag(name, condition) or s.emit(..., violates=name)), "
+        "or keep what the invariant needs in a state variable (a ghost variable the action sets) and return "
+        "a bool of the state",
+        file,
+        line,
+    )
+
+
+def check_invariant_code(inv: Invariant, variables: Collection[str] = ()) -> None:
+    """OWN064 at the line where ``inv``'s own code uses ``s.flag``, ``s.emit`` or ``s.events`` (read, not run).
+
+    Only the invariant's body, where its first parameter is the view; a
+    helper it calls is caught when it runs (see :func:`judged`).  A state
+    variable of one of those names (``variables``) is state, and may be read.
+    """
+    fn = inv.fn
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return  # no source (a builtin, a generated function): the run-time check still applies
+    node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), None)
+    if node is None or not node.args.args:
+        return
+    view = node.args.args[0].arg
+    found = [n for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr in STEP_MEMBERS
+             and n.attr not in variables and isinstance(n.value, ast.Name) and n.value.id == view]
+    if found:
+        first = min(found, key=lambda n: (n.lineno, n.col_offset))
+        file = inspect.getsourcefile(fn) or inv.file
+        raise step_member_error(inv, STEP_MEMBERS[first.attr], file, start + first.lineno - 1 if start else inv.line)
+
+
+def refused_step_member(view: Any, member: str) -> OwnershipError:
+    """OWN064 for ``member`` of the view used while an invariant runs, at the spec line that used it.
+
+    The invariant is the one whose code is on the stack (its name is in the
+    message); the line is the innermost frame of spec code.
+    """
+    file, line = spec_frame_location(3)
+    codes = {getattr(inv.fn, "__code__", None): inv for inv in view._inst.spec.invariants.values()}
+    frame: Any = sys._getframe(1)
+    inv = None
+    while frame is not None and inv is None:
+        inv = codes.get(frame.f_code)
+        frame = frame.f_back
+    return step_member_error(inv, STEP_MEMBERS[member], file, line)
+
+
+def judged(view: Any, fn: Callable[[State], Any]) -> Callable[[State], Any]:
+    """``fn`` (which evaluates invariants on ``view``) run with the view refusing ``s.flag``, ``s.emit``, ``s.events``.
+
+    For the explorer's own invariant loop; :class:`InvariantChecks`
+    evaluates under the same switch.
+    """
+    def run(state: State) -> Any:
+        object.__setattr__(view, "_judging", True)
+        try:
+            return fn(state)
+        finally:
+            object.__setattr__(view, "_judging", False)
+
+    return run
+
+
 def select_invariants(inst: Instance, names: Sequence[str] | None) -> tuple[Invariant, ...]:
     """The invariants an engine checks: those ``names`` (``--invariant``), or all of them by default.
 
     OWN012, at the spec line (where its invariants are declared), for a
     name the spec does not have: a typo must not check nothing and pass.
+    OWN064 for an invariant of the spec whose code flags, emits or reads
+    the step's events (every engine asks here first).
     """
     spec = inst.spec
+    for inv in spec.invariants.values():
+        check_invariant_code(inv, spec.vars)
     if names is None:
         return tuple(spec.invariants.values())
     for name in names:
@@ -108,13 +199,20 @@ class InvariantChecks:
         return None
 
     def _value(self, inv: Invariant) -> bool:
-        """``inv`` on the state in the view; an exception in its code is a located spec error."""
+        """``inv`` on the state in the view; an exception in its code is a located spec error.
+
+        The view refuses ``s.flag``, ``s.emit`` and ``s.events`` meanwhile (OWN064).
+        """
+        view = self.view
+        object.__setattr__(view, "_judging", True)
         try:
-            ok = inv.fn(self.view)
+            ok = inv.fn(view)
         except OwnershipError:
             raise
         except Exception as exc:  # noqa: BLE001 - spec code is user code
             raise self._runtime_error(f"invariant {inv.name}", exc, inv.file) from None
+        finally:
+            object.__setattr__(view, "_judging", False)
         return invariant_value(inv, ok)
 
     def check_unchanged(self, state: State) -> None:

@@ -24,13 +24,26 @@ def write_graph(g: Any, out: Path) -> None:
 
 
 def graph_dot(g: Any) -> str:
-    """The state graph as DOT: a node per state (violating ones red), an edge per transition."""
+    """The state graph as DOT: a node per state, an edge per transition; violations in red.
+
+    A violating state is a red node; a flagged step (``s.flag``, an event
+    marked ``violates=``) is a red edge labelled with the invariant it
+    violates, and a state reached only through flagged steps is a dashed red
+    node, since its state alone may satisfy every invariant.
+    """
     lines = ["digraph states {"]
     for n, d in g.nodes(data=True):
-        color = ', color="red"' if d["violates"] else ""
-        lines.append(f'  {n} [label="{n}\\nd={d["depth"]}"{color}];')
+        style = ""
+        if d["violates"]:
+            style = f', color="red", tooltip="violates {d["violates"]}"'
+        elif d.get("flagged"):
+            style = f', color="red", style="dashed", tooltip="reached only by a step violating {d["flagged"]}"'
+        lines.append(f'  {n} [label="{n}\\nd={d["depth"]}"{style}];')
     for a, b, d in g.edges(data=True):
         label = d["action"].replace('"', "'")
-        lines.append(f'  {a} -> {b} [label="{label}"];')
+        if d.get("violates"):
+            lines.append(f'  {a} -> {b} [label="{label}\\nviolates {d["violates"]}", color="red", fontcolor="red"];')
+        else:
+            lines.append(f'  {a} -> {b} [label="{label}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -29,6 +29,31 @@ from ownership.session.settings import Settings
 
 
 @dataclass(frozen=True)
+class Limits:
+    """How a front end names the limits that guard a check, for the messages that tell the user to raise one.
+
+    The guards themselves are the same for every front end (the instance-size
+    check, OWN017, and the wall-clock limit, both in :func:`check`); only the
+    name of the knob that raises each differs.
+    """
+
+    max_domain: str = "--max-domain"
+    max_seconds: str = "--max-seconds"
+
+
+COMMAND_LINE = Limits()
+"""The command line's flags."""
+PYTHON_API = Limits(max_domain="max_domain", max_seconds="max_seconds")
+"""``ownership.testing``'s keyword arguments."""
+
+
+def check_size(spec: Spec, params: Mapping[str, int], max_domain: int, limits: Limits = COMMAND_LINE) -> None:
+    """OWN017 for an instance too large to build (a domain of more than ``max_domain`` elements), naming ``limits``' knob."""
+    inputs.check_count(limits.max_domain, max_domain, 1)
+    inputs.check_instance_size(spec, params, max_domain, limits.max_domain)
+
+
+@dataclass(frozen=True)
 class Outcome:
     """Everything one check of one spec produced."""
 
@@ -60,7 +85,43 @@ class Outcome:
 
     @property
     def exit_code(self) -> ExitCode:
-        return self.result.exit_code
+        """The status of the whole check (every engine of ``all``); see :meth:`exit_code_allowing`."""
+        return self.exit_code_allowing(False)
+
+    def exit_code_allowing(self, allow_vacuous: bool) -> ExitCode:
+        """The status of every engine's result together, not the reference's alone.
+
+        A violation found by any engine is 1, whatever the reference says (a
+        run the reference could not compare, such as an inconclusive one,
+        must not hide it); otherwise an inconclusive engine makes a passing
+        reference 3.  Otherwise the reference's own status stands, vacuity
+        included (``allow_vacuous``).  Engines that contradict each other
+        never get here: :func:`check` raises OWN040.
+        """
+        own = self.result.exit_code_allowing(allow_vacuous)
+        if any(r.verdict is Verdict.VIOLATED for r in self.results):
+            return ExitCode.VIOLATION
+        if own is ExitCode.OK and any(r.verdict is Verdict.UNKNOWN for r in self.results[1:]):
+            return ExitCode.INCONCLUSIVE
+        return own
+
+    def overruled(self, allow_vacuous: bool = False) -> tuple[str, ...]:
+        """Why the exit status is not the reference's: the other engines' results that decide it."""
+        own = self.result.exit_code_allowing(allow_vacuous)
+        status = self.exit_code_allowing(allow_vacuous)
+        if status is own:
+            return ()
+        if status is ExitCode.VIOLATION:
+            why = [f"{r.engine} finds {r.violated} violated" for r in self.results[1:] if r.verdict is Verdict.VIOLATED]
+        else:
+            why = [f"{r.engine} is inconclusive ({r.stop_reason.value})" for r in self.results[1:]
+                   if r.verdict is Verdict.UNKNOWN]
+        return (f"exit {int(status)}, not {self.result.engine}'s {int(own)}: {'; '.join(why)}",)
+
+    @property
+    def shown(self) -> CheckResult:
+        """The result whose counterexample is written: the reference's, else the first other engine's violation."""
+        return shown_result(self.results)
 
     def reproduce_at(self, spec_path: str) -> str:
         """The command that reruns this check, naming the spec as ``spec_path`` (a test's relative path)."""
@@ -70,6 +131,17 @@ class Outcome:
     def stopped_in_setup(self) -> bool:
         """The limit or a signal stopped the check while the instance was being built."""
         return self.reproduce is None
+
+
+def shown_result(results: Sequence[CheckResult]) -> CheckResult:
+    """The reference's result when it has a trace, else the first other violation with one, else the reference's.
+
+    A run that exits 1 because another engine of ``all`` found a violation the
+    reference could not compare must still leave that counterexample.
+    """
+    if results[0].trace is not None:
+        return results[0]
+    return next((r for r in results[1:] if r.verdict is Verdict.VIOLATED and r.trace is not None), results[0])
 
 
 def load(path: Path) -> Spec:
@@ -87,6 +159,7 @@ def check(
     outputs: bool = True,
     progress: ProgressFn | None = None,
     warn: Callable[[str], None] | None = None,
+    limits: Limits = COMMAND_LINE,
 ) -> Outcome:
     """Check one spec (``spec``, else the one ``path`` defines) as ``settings`` say.
 
@@ -94,14 +167,17 @@ def check(
     folder, which is checked before any engine runs) and the ``--explain``
     diagnosis; without it only ``settings.out``, when given, is written.
     ``warn`` gets the warnings about a large instance.  Engines that
-    disagree raise OWN040.
+    disagree raise OWN040.  ``limits`` names the front end's knobs in the
+    messages of the guards every front end shares: the instance-size check
+    (OWN017) and the wall-clock limit ``settings.max_seconds``.
     """
     from ownership.lang.instance import Instance
 
     started = time.monotonic()
     the_spec = spec if spec is not None else load(_given(path))
     spec_path = path if path is not None else Path(the_spec.file or the_spec.name)
-    inputs.check_instance_size(the_spec, settings.params, settings.max_domain)
+    check_size(the_spec, settings.params, settings.max_domain, limits)
+    inputs.check_seconds(limits.max_seconds, settings.max_seconds)
     plan = registry.resolve(settings)  # every option refused before any engine runs
     try:
         # --max-seconds is wall-clock for the whole check of this spec: building the
@@ -171,14 +247,15 @@ def _finish(spec: Spec, path: Path, settings: Settings, params: dict[str, int], 
     result = results[0]
     relations = tuple((other, *relate(result, other)) for other in results[1:])
     reproduce = reproduce_line(str(path), spec, params, settings, results)
-    explanation = explain(spec, result, settings) if outputs and settings.explain and result.trace is not None else ()
+    shown = shown_result(results)
+    explanation = explain(spec, shown, settings) if outputs and settings.explain and shown.trace is not None else ()
     trace_dir: Path | None = None
     files: tuple[Path, ...] = ()
     error = None
-    if result.trace is not None and out_dir is not None:
+    if shown.trace is not None and out_dir is not None:
         # A counterexample to induction is not a trace from the initial state: it goes beside, in cti/.
-        trace_dir = out_dir / "cti" if result.trace.kind is TraceKind.CTI else out_dir
-        files, error = write_trace(result.trace, trace_dir, settings.formats if settings.render else ())
+        trace_dir = out_dir / "cti" if shown.trace.kind is TraceKind.CTI else out_dir
+        files, error = write_trace(shown.trace, trace_dir, settings.formats if settings.render else ())
     return Outcome(spec, path, settings, params, results, relations,
                    judge(spec.expect, result) if spec.expect is not None else None,
                    explanation, trace_dir, files, error, reproduce)

@@ -21,7 +21,7 @@ from ownership.errors import Code, OwnershipError, location_in
 from ownership.lang.declarations import Params, Values
 from ownership.lang.guard import is_truth_value
 from ownership.lang.instance import Instance
-from ownership.lang.invariants import not_bool_error
+from ownership.lang.invariants import check_invariant_code, not_bool_error, step_member_error
 from ownership.lang.types import BoolType, Enum, Ref, RefSet
 from ownership.symbolic.merge import rewrite
 from ownership.symbolic.paths import Path, PathExplorer, PathExplosionError
@@ -113,8 +113,12 @@ class SymbolicSpec:
                 self.actions.append(ActionPaths(act.name, tuple(args), [p for p in paths if p.enabled], overflows))
         self.invariants = {}
         for inv in spec.invariants.values():
+            check_invariant_code(inv, spec.vars)  # OWN064: s.flag, s.emit or s.events in the invariant's own code
             self.invariants[inv.name] = self._paths(_bind(self.merged(inv.fn), self.view, []), f"invariant {inv.name}", inv.file)
             for p in self.invariants[inv.name]:
+                if p.flags:
+                    # A helper the invariant calls flagged a violation: no step carries it, so it would be dropped.
+                    raise step_member_error(inv, "calls s.flag(...) or s.emit(..., violates=...)", inv.file, inv.line)
                 if p.enabled and not is_truth_value(p.result):
                     raise not_bool_error(inv, p.result)
                 if p.writes:

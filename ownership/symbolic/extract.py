@@ -94,7 +94,9 @@ def extract(
                 f"{engine}: the solver's trace does not replay: after step {k}, field {names[i]} is {a[i]!r} "
                 f"according to the solver but {b[i]!r} according to the spec's concrete semantics",
             )
-    flagged = {e.violates for e in trace.steps[-1].events} if trace.steps else set()
+    # The last step's flags, not its events: s.flag(...) marks a violation without recording an event.
+    last = inst.run_with_picks(replayed[-2], inst.action_instances[path[-1][0]], path[-1][1]) if path else None
+    flagged = set(last.violations) if last is not None else set()
     if violation is not None and violation not in flagged and inst.holds(replayed[-1], violation):
         raise OwnershipError(Code.INTERNAL_REPLAY, f"{engine}: the trace's final state satisfies {violation} on replay")
     return dataclasses.replace(trace, violation=violation), inst

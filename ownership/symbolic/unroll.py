@@ -257,7 +257,10 @@ class Unroller:
             writes: list[set[int]] = []
             for pr in self.paths:
                 p = pr.path
-                terms = [*p.pc, *p.constraints, *(to_z3(v, self.sym.sorts[c]) for c, v in p.writes.items())]
+                # A flag's condition is read too: a step whose flag depends on a cell another step writes
+                # violates in one order and not in the other, so the two may not be reordered.
+                terms = [*p.pc, *p.constraints, *(c for _n, c in p.flags),
+                         *(to_z3(v, self.sym.sorts[c]) for c, v in p.writes.items())]
                 if any(isinstance(a, z3.ExprRef) for a in self.sym.actions[pr.action].arg_values):
                     terms += [a for a in self.sym.actions[pr.action].arg_values if isinstance(a, z3.ExprRef)]
                 reads.append(_cells_read(terms, cell_of))

@@ -18,6 +18,14 @@ from ownership.lang.successors import ActionInstance
 from ownership.testing.adapter import Adapter, Rejected, source_of
 
 
+class FlaggedStep(InvariantViolation):
+    """A step the spec itself flags as violating a checked invariant (``s.flag``, an event marked ``violates=``)."""
+
+    def __init__(self, invariant: str, where: str) -> None:
+        AssertionError.__init__(self, f"invariant {invariant} violated: {where}")
+        self.invariant = invariant
+
+
 class Disagreement(AssertionError):  # noqa: N818 - a failed check, like AssertionError
     """The implementation and the spec differ at a step (message: the step table)."""
 
@@ -180,6 +188,22 @@ class ConformanceMachine(RuleBasedStateMachine):
             log.max_depth = max(log.max_depth, len(self.path))
             log.states.add(self.state)
         self._compare(ai.label)
+        self._check_flags(ai, succ.violations)
+
+    def _check_flags(self, ai: ActionInstance, flags: Sequence[str]) -> None:
+        """A step the spec flags (``s.flag``, ``emit(..., violates=X)``) violates that invariant, as in every engine.
+
+        The implementation did what the spec allows, so the two agree; but the
+        spec itself says this step breaks one of its checked invariants, which
+        makes the run a failure, never a pass.
+        """
+        bad = next((name for name in self._checked if name in flags), None)
+        if bad is None:
+            return
+        doc = self._inst.spec.invariants[bad].doc
+        self.rows[-1].spec += f"; flags a violation of {bad}"
+        raise FlaggedStep(bad, f"step {len(self.rows)} {ai.label}: the spec flags this step as a violation of {bad}"
+                               + (f" ({doc})" if doc else ""))
 
     def _compare(self, after: str) -> None:
         view = self._eval.at(self.state)

@@ -34,18 +34,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ownership.inputs import DEFAULT_MAX_DOMAIN
+
 if TYPE_CHECKING:
     from ownership.core.expectation import InvariantOutcome
     from ownership.core.result import CheckResult
     from ownership.lang.model import Spec
     from ownership.session import Outcome
+    from ownership.session.run import Limits
 
 _IMPORTS_OWNERSHIP = re.compile(rb"^[ \t]*(?:from|import)[ \t]+ownership\b", re.MULTILINE)
 _DEFAULT_ENGINE = "explore"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--ownership``, ``--ownership-engine``, ``--ownership-out``, ``--ownership-max-seconds``."""
+    """``--ownership``, ``--ownership-engine``, ``--ownership-out``, ``--ownership-max-seconds``, ``--ownership-max-domain``."""
     group = parser.getgroup("ownership", "ownership: check KV-cache page ownership specs")
     group.addoption(
         "--ownership",
@@ -71,8 +74,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="Per-spec time limit; a safe spec that hits it fails, as with `ownership test --max-seconds`.",
+        help="Per-spec time limit (ini: ownership_max_seconds); a safe spec that hits it fails, "
+             "as with `ownership test --max-seconds`.",
     )
+    group.addoption(
+        "--ownership-max-domain",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Refuse (OWN017) a spec with a domain of more than N elements, as `--max-domain` does "
+             f"(ini: ownership_max_domain; default {DEFAULT_MAX_DOMAIN}).",
+    )
+    parser.addini("ownership_max_seconds", "Per-spec time limit in seconds (the option --ownership-max-seconds wins).",
+                  default=None)
+    parser.addini("ownership_max_domain", "Largest domain a checked spec may have (the option --ownership-max-domain "
+                  f"wins; default {DEFAULT_MAX_DOMAIN}).", default=None)
+
+
+@dataclass(frozen=True)
+class _Guards:
+    """The guards of every check in this run: the command-line option, else the ini option, else the CLI's default."""
+
+    max_seconds: float | None
+    max_domain: int
+
+
+def _limits() -> Limits:
+    """The knobs the guards' messages name: the ini options (the command-line options are spelt alike)."""
+    from ownership.session.run import Limits
+
+    return Limits(max_domain="ownership_max_domain", max_seconds="ownership_max_seconds")
+
+
+def _guards(config: pytest.Config) -> _Guards:
+    """Read ``--ownership-max-seconds``/``--ownership-max-domain`` or their ini options; a bad ini value is a usage error."""
+    seconds = config.getoption("ownership_max_seconds", default=None)
+    domain = config.getoption("ownership_max_domain", default=None)
+    try:
+        if seconds is None and config.getini("ownership_max_seconds") not in (None, ""):
+            seconds = float(config.getini("ownership_max_seconds"))
+        if domain is None and config.getini("ownership_max_domain") not in (None, ""):
+            domain = int(config.getini("ownership_max_domain"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ownership_max_seconds/ownership_max_domain: not a number ({exc})") from None
+    return _Guards(seconds, DEFAULT_MAX_DOMAIN if domain is None else domain)
 
 
 def _engines(config: pytest.Config) -> tuple[str, ...]:
@@ -200,8 +245,9 @@ class SpecFile(pytest.File):
         from ownership.core.expectation import Status, invariant_outcomes
         from ownership.testing.assertions import check_outcome
 
-        max_seconds = self.config.getoption("ownership_max_seconds")
-        session = check_outcome(self.spec, engine, max_seconds=max_seconds)
+        guards = _guards(self.config)
+        session = check_outcome(self.spec, engine, max_seconds=guards.max_seconds, max_domain=guards.max_domain,
+                                limits=_limits())
         result = session.result
         outcomes = {o.invariant: o for o in invariant_outcomes(result, self.spec.expect)}
         files: tuple[str, ...] = ()
@@ -281,7 +327,7 @@ class SpecItem(pytest.Item):
         raise SpecFailureError(self._report(run, outcome.message))
 
     def _report(self, run: _Run, message: str) -> str:
-        from ownership.testing.assertions import failure_report
+        from ownership.testing.assertions import failure_report, time_limit_hint
 
         spec = self.spec_file.spec
         assert spec.expect is not None
@@ -292,6 +338,7 @@ class SpecItem(pytest.Item):
         ]
         shown = self._shown_path()
         reproduce = None if run.session.stopped_in_setup else run.session.reproduce_at(shown)
+        lines += time_limit_hint(run.result, _limits())
         lines += failure_report(run.result, spec, shown, reproduce)
         if run.files:
             lines += ["", "  files: " + ", ".join(run.files)]

@@ -78,7 +78,10 @@ def explore_params(inst: Instance, options: ParamOptions, progress: Any = None) 
         if name not in spec.params:
             raise OwnershipError(Code.UNKNOWN_PARAM, f"--free {name}: spec {spec.name} has no such parameter", spec.file, spec.line)
     # The symbolic-parameter view does not wrap elements: check the spec concretely first (OWN060/OWN061).
-    checked = precheck(inst, options.symmetry)
+    # and reduce by symmetry only where Z3 proved it for every state and every value of the free parameters.
+    checked, reduce = precheck(inst, options.symmetry, options.free)
+    if not reduce:
+        options = dataclasses.replace(options, symmetry=False)
     terms = {n: z3.BitVec(f"param!{n}", WIDTH) for n in options.free}
     base = parameter_constraints(inst, terms, options.where)
     solver = Solver(base)

@@ -26,7 +26,7 @@ from ownership.errors import Code, OwnershipError, location_in
 from ownership.lang.declarations import Params, Values
 from ownership.lang.guard import Disabled, is_truth_value
 from ownership.lang.instance import Instance, State
-from ownership.lang.invariants import not_bool_error
+from ownership.lang.invariants import not_bool_error, step_member_error
 from ownership.lang.successors import ActionInstance, Successor
 from ownership.symbolic.terms import COVERAGE_NOTE, Sym, SymbolicError
 
@@ -125,7 +125,9 @@ class _Space(Visitor):
                 outcomes = list(self.run(_call(inv.fn, view, ()), state, pc))
             finally:
                 object.__setattr__(view, "reading", None)
-            for enabled, result, _picks, _cells, path_pc, _flags in outcomes:
+            for enabled, result, _picks, _cells, path_pc, flags in outcomes:
+                if flags:  # a helper of the invariant flagged: no step carries it (OWN064)
+                    raise step_member_error(inv, "calls s.flag(...) or s.emit(..., violates=...)", inv.file, inv.line)
                 if not enabled:
                     continue
                 if not is_truth_value(result):

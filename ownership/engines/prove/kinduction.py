@@ -3,7 +3,10 @@
 For k = 0, 1, ... ``max_k``: the base case (no violation, and no overflowing
 step, within k steps of the initial states), then the inductive step (k + 1
 steps from an arbitrary state satisfying every invariant, the proven lemmas
-and the type ranges, all states distinct, cannot end in a violation).
+and the type ranges, all states distinct, cannot end in a violation).  A
+violation carried by a step's flag may end in a state seen before on the
+path (a step that changes nothing, or one back to an earlier state): only the
+states the steps start from must be distinct then.
 """
 
 from __future__ import annotations
@@ -82,10 +85,16 @@ def _k_induction(sym: SymbolicSpec, inst: Instance, options: BmcOptions, all_inv
             s.add(*[step.invariant(n, i) for n in all_invs])
             s.add(z3.Not(step.event_step(all_invs, i)))
         overflow = step.overflow(k + 1)
-        s.add(z3.Or(step.violation(all_invs, k + 1), overflow))
-        for a in range(k + 2):
-            for b in range(a + 1, k + 2):
-                s.add(z3.Or(*[x != y for x, y in zip(step.state(a), step.state(b), strict=True)]))
+        # Simple paths: the states a step starts from are distinct, since a shortest violation repeats
+        # none (cut the loop and it is shorter).  Its last state may repeat one of them when the violation
+        # is the step's flag (a step back to an earlier state, or one that changes nothing); when it is
+        # the state's (an invariant false there, or an overflowing step from it), it repeats none either.
+        for a in range(k + 1):
+            for b in range(a + 1, k + 1):
+                s.add(_differ(step, a, b))
+        last_new = z3.And(*[_differ(step, a, k + 1) for a in range(k + 1)])
+        bad_state = z3.Or(*[z3.Not(step.invariant(n, k + 1)) for n in all_invs], overflow)
+        s.add(z3.Or(z3.And(bad_state, last_new), step.event_step(all_invs, k + 1)))
         if progress is not None:
             progress(Progress(time.perf_counter() - start, depth=k))
         answer = s.check()
@@ -121,3 +130,8 @@ def _k_induction(sym: SymbolicSpec, inst: Instance, options: BmcOptions, all_inv
                        f"unreachable, a step overflows {sym.width}-bit integers")
     return Outcome(Kind.CTI, f"k-induction did not close up to k={last_k + 1} (no violation in the first {last_k} "
                    "steps)", last_k, violated=cti.violation if cti else None, trace=cti, caveats=tuple(caveats))
+
+
+def _differ(un: Unroller, a: int, b: int) -> z3.BoolRef:
+    """States ``a`` and ``b`` of the unrolling differ in some cell."""
+    return z3.Or(*[x != y for x, y in zip(un.state(a), un.state(b), strict=True)])

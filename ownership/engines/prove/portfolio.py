@@ -53,9 +53,11 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     reached = Reached(progress)
 
     def run() -> CheckResult:
-        note = precheck(inst, options.symmetry)
-        return noted(widening("prove", inst, options, start,
-                              lambda sym, names, widened: _prove_at(inst, sym, names, options, reached, start, widened)),
+        # Symmetry is broken only where Z3 proved the spec symmetric for every state.
+        note, reduce = precheck(inst, options.symmetry, options.free)
+        opts = options if reduce else dataclasses.replace(options, symmetry=False)
+        return noted(widening("prove", inst, opts, start,
+                              lambda sym, names, widened: _prove_at(inst, sym, names, opts, reached, start, widened)),
                      note)
 
     result = until_stopped("prove", inst, options, start, reached, run)
@@ -144,7 +146,8 @@ def _prove_at(inst: Instance, sym: SymbolicSpec, chosen: list[str], options: Bmc
             # gives a shortest trace, replayed like every other.
             from ownership.engines.explore import ExploreOptions, explore
 
-            found = explore(inst, ExploreOptions(invariants=tuple(all_invs)))
+            # Reduced only if Z3 proved the symmetry (precheck), as the proof attempt was.
+            found = explore(inst, ExploreOptions(invariants=tuple(all_invs), symmetry=options.symmetry))
             if found.trace is not None:
                 return violated(found, [*notes, cert.note, "the shortest trace is from breadth-first search"])
             raise OwnershipError(Code.ENGINE_DISAGREEMENT, "Z3 found a reachable state that violates "
