@@ -204,7 +204,7 @@ def decode_forward_checked(s, r):
         return
     decode_pool.read(s, r, decode_pool.pages_of(s, r))
     s.http[r] = HTTP.OK_200
-    s.emit("reply", req=s.name_of(Req, r), status=200)
+    s.emit("reply", req=r, status=200)
     s.d_queue[r] = DecodeQ.FINISHED
 
 

@@ -113,7 +113,7 @@ def decode_forward(s, r: ReqId):
     require(s.d_queue[r] == DecodeQ.RUNNING)
     decode_pool.read(s, r, decode_pool.pages_of(s, r))
     s.http[r] = HTTP.OK_200
-    s.emit("reply", req=s.name_of(Req, r), status=200)
+    s.emit("reply", req=r, status=200)
     decode_pool.free(s, r)
     s.d_queue[r] = DecodeQ.DONE
 

@@ -132,7 +132,7 @@ def d_recv_done(s, r: ReqId):
 def d_forward(s, r: ReqId):
     """D decodes over the KV it received and replies (HTTP 200, even if P had logged the blocks as expired)."""
     require(s.d_state[r] == DState.RUNNING)
-    s.emit("reply", req=s.name_of(Req, r), status=200)
+    s.emit("reply", req=r, status=200)
     s.d_state[r] = DState.DONE
 
 

@@ -129,7 +129,7 @@ def decode(s, r: ReqId):
     require(s.status[r] == Status.RUNNING)
     pool.read(s, r, pool.pages_of(s, r))
     s.http[r] = HTTP.OK_200
-    s.emit("reply", req=s.name_of(Req, r), status=200)
+    s.emit("reply", req=r, status=200)
     pool.free(s, r)
     s.status[r] = Status.FINISHED
 

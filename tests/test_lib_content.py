@@ -214,6 +214,11 @@ A, B = 0, 1
 X, Y = 0, 1
 
 
+def nth(s: Any, domain: Any, k: int) -> Any:
+    """Element ``k`` of ``domain`` as spec code reaches it (by iterating: never an int index)."""
+    return list(s.all(domain))[k]
+
+
 def tiny(pages: int = 2, *, hashes: int | None = None, collide: bool = False, scoped: bool = False,
          radix: bool = False) -> tuple[Spec, Any, ContentIndex, PrefixIndex | None]:
     spec = Spec("tiny_content")
@@ -365,7 +370,7 @@ def test_recomputing_a_hit_in_place_writes_a_page_another_request_holds() -> Non
         compute(index, s, A, X)
         index.lookup(s, B, X, X)
         index.write(s, B, X)  # a hit is not recomputed: nothing written
-        assert not getattr(s, index.shared_var)[B]
+        assert not getattr(s, index.shared_var)[nth(s, spec.domains["Req"], B)]
         index.write(s, B, X, recompute=True)
 
     inst, (out,) = run(spec, shared)
@@ -384,8 +389,9 @@ def test_a_page_published_by_a_prefix_index_counts_as_shared() -> None:
         trie.insert(s, A, 0)  # the trie owns the page now
         assert trie.published(s, p) and not index.published(s, p)
         # A stale page table of B still maps the page, expecting x there (state set by hand).
-        getattr(s, pool.holders_var)[p] = 1 << B
-        getattr(s, index.expect_var)[B, p] = X
+        b = nth(s, spec.domains["Req"], B)
+        getattr(s, pool.holders_var)[p] = frozenset({b})
+        getattr(s, index.expect_var)[b, p] = X
         index.write(s, B, X, recompute=True)
 
     inst, (out,) = run(spec, body)
@@ -435,7 +441,8 @@ def test_a_prefix_published_page_still_in_a_table_is_a_shared_write_and_a_privat
         radix.write(s, A)
         p = pool.pages_of(s, A)[0]
         radix.insert(s, A, 0)  # the trie owns the page ...
-        getattr(s, pool.holders_var)[p] = 1 << B  # ... and a stale table of B still holds it (set by hand)
+        getattr(s, pool.holders_var)[p] = frozenset({nth(s, spec.domains["Req"], B)})  # ... and a stale
+        # table of B still holds it (set by hand)
         guard.write(s, B)
 
     inst, outs = run(spec, published)
@@ -495,7 +502,7 @@ def test_the_bookkeeping_invariants_catch_broken_indexes() -> None:
     assert inst.violated(out.state) == "index_entries_unique"
 
     def published_and_free(s: Any) -> None:
-        p = s.all(pool.Page)[0]
+        p = list(s.all(pool.Page))[0]
         getattr(s, index.published_var)[p] = True
         getattr(s, index.entry_var)[p] = X
 

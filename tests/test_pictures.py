@@ -426,7 +426,7 @@ def test_a_vocabulary_event_of_its_own_is_told_from_the_marks_it_declares() -> N
         for p in pages:
             if s.reading[r, p]:
                 s.flag("no_free_while_reading")
-                s.emit("read still in flight", pool="kv", req=s.name_of(Req, r), page=s.name_of(pool.Page, p),
+                s.emit("read still in flight", pool="kv", req=r, page=p,
                        violates="no_free_while_reading")
 
     inst = Instance(spec)

@@ -50,10 +50,15 @@ def inst_of(path: Path, **params: int) -> Instance:
     return Instance(load_spec(path), params)
 
 
+# Lines also refused in these specs: whichever the search reaches first is reported.
+ALSO = {"nxt = pages[0] + 1": "return not s.claimed[s.params.pages - 1]"}
+
+
 def assert_refused(exc: pytest.ExceptionInfo[OwnershipError], code: Code, path: Path, text: str) -> None:
     assert exc.value.code is code, exc.value.one_line()
     assert exc.value.file is not None and Path(exc.value.file).resolve() == path.resolve()
-    assert exc.value.line == line_of(path, text), exc.value.one_line()
+    lines = {line_of(path, text)} | ({line_of(path, ALSO[text])} if text in ALSO else set())
+    assert exc.value.line in lines, exc.value.one_line()
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
@@ -136,10 +141,11 @@ def test_invariant_naming_an_element_is_caught_by_the_permutation_check() -> Non
     def first_page_unused(s):  # type: ignore[no-untyped-def]
         return not s.used[0]  # an int index names page 0
 
+    # An int index into a table of a symmetric domain is refused where it is written.
     with pytest.raises(OwnershipError) as exc:
         check_symmetry(Instance(spec))
-    assert exc.value.code is Code.SYMMETRY_MISMATCH
-    assert "invariant first_page_unused" in exc.value.message
+    assert exc.value.code is Code.SYMMETRY_BROKEN
+    assert "with the int 0" in exc.value.message
 
 
 def test_library_specs_pass_the_permutation_check_and_report_it() -> None:
@@ -222,12 +228,13 @@ def test_elements_support_only_what_permutations_preserve() -> None:
     assert a == a and a != b and a != None  # noqa: E711
     assert hash(a) == hash(b) == hash(c)  # no index order leaks through set/dict iteration
     assert len({a, b, a}) == 2 and b in {a, b}
-    assert str(a) == "A" and f"{b}" == "B" and ix(c) == 2
-    assert inst.view.all(Req) == (a, b, c)
+    assert ix(c) == 2 and inst.names["Req"][2] == "C"
+    assert tuple(inst.view.all(Req)) == (a, b, c)
     assert isinstance(inst.action_instances[1].call[0], Element)
     for bad in (lambda: a + 1, lambda: 1 + a, lambda: a < b, lambda: sorted([b, a]), lambda: int(a),
                 lambda: bool(a), lambda: 1 << a, lambda: a & 1, lambda: "%d" % a,  # noqa: UP031 lambda: f"{a:03}",
-                lambda: a == 1, lambda: min(a, b), lambda: [0, 1, 2][a], lambda: range(a)):
+                lambda: a == 1, lambda: min(a, b), lambda: [0, 1, 2][a], lambda: range(a),
+                lambda: str(a), lambda: f"{b}", lambda: repr(c), lambda: a._i):
         with pytest.raises(OwnershipError) as exc:
             bad()
         assert exc.value.code is Code.SYMMETRY_BROKEN

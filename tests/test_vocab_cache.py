@@ -118,9 +118,9 @@ def test_match_maps_and_locks_and_unmatch_undoes_it() -> None:
         pool.alloc(s, 0, 1)
         cache.hand_off(s, 0, 0)
         cache.match(s, 1, 0)
-        seen.append((cache.locked(s, 0), cache.in_use(s, s.all(pool.Page)[0]), cache.evictable(s)))
+        seen.append((cache.locked(s, 0), cache.in_use(s, list(s.all(pool.Page))[0]), cache.evictable(s)))
         cache.unmatch(s, 1, 0)
-        seen.append((cache.locked(s, 0), cache.in_use(s, s.all(pool.Page)[0]), cache.evictable(s)))
+        seen.append((cache.locked(s, 0), cache.in_use(s, list(s.all(pool.Page))[0]), cache.evictable(s)))
 
     inst, out, st = one(spec, body)
     assert seen == [(True, 1, 0), (False, 0, 1)]  # a locked node's pages are protected, not evictable
@@ -262,7 +262,7 @@ def test_a_page_held_by_two_nodes_breaks_single_node() -> None:
     def body(s):  # noqa: ANN001, ANN202
         pool.alloc(s, 0, 1)
         cache.hand_off(s, 0, 0)
-        s.tree_held[s.all(pool.Page)[0]] = 0b11  # what a split that copies instead of moving would do
+        s.tree_held[list(s.all(pool.Page))[0]] = 0b11  # what a split that copies instead of moving would do
 
     inst, out, st = one(spec, body)
     assert inst.violated(out.state) == "cache_pages_single_node"
@@ -280,16 +280,16 @@ def test_the_partition_catches_double_free_leak_and_free_while_cached() -> None:
     def double_free(s, pool: PagePool, cache: Cache) -> None:  # noqa: ANN001
         pool.alloc(s, 0, 1)
         pool.free(s, 0)
-        s.kv_free[s.all(pool.Page)[0]] = 2
+        s.kv_free[list(s.all(pool.Page))[0]] = 2
 
     def leak(s, pool: PagePool, cache: Cache) -> None:  # noqa: ANN001
         pool.alloc(s, 0, 1)
-        s.kv_holders[s.all(pool.Page)[0]] = 0  # the table forgets the page, nobody frees it
+        s.kv_holders[list(s.all(pool.Page))[0]] = 0  # the table forgets the page, nobody frees it
 
     def free_while_cached(s, pool: PagePool, cache: Cache) -> None:  # noqa: ANN001
         pool.alloc(s, 0, 1)
         cache.hand_off(s, 0, 0)
-        s.kv_free[s.all(pool.Page)[0]] = 1
+        s.kv_free[list(s.all(pool.Page))[0]] = 1
 
     for case in (double_free, leak, free_while_cached):
         spec, pool, cache = tiny(pages=1)
@@ -304,7 +304,7 @@ def test_accounting_fails_when_a_page_counts_as_free_and_evictable() -> None:
     def body(s):  # noqa: ANN001, ANN202
         pool.alloc(s, 0, 1)
         cache.hand_off(s, 0, 0)
-        s.kv_free[s.all(pool.Page)[0]] = 1  # released to the allocator, still in the tree
+        s.kv_free[list(s.all(pool.Page))[0]] = 1  # released to the allocator, still in the tree
 
     inst, out, st = one(spec, body)
     assert inst.violated(out.state) == "cache_accounting"

@@ -191,7 +191,9 @@ def test_terminal_when_idle_and_consistency() -> None:
 
     def stray_bit(s):  # noqa: ANN001, ANN202
         (p,) = pool.alloc(s, 0, 1)
-        s.xfer_pending[0, p] = 1  # a pending bit of a handle that was never prepared
+        first = next(iter(s.all(spec.domains["Req"])))  # request 0 (spec code holds elements, never ints)
+        handle = next(iter(s.all(ops.Handle)))
+        s.xfer_pending[first, p] = frozenset({handle})  # a pending bit of a handle that was never prepared
 
     inst, (out,) = run(spec, stray_bit)
     assert inst.violated(out.state) == "handles_consistent"

@@ -149,7 +149,7 @@ def test_consistency_rejects_a_reference_without_a_running_job() -> None:
 
     def stray(s):  # noqa: ANN001, ANN202
         (p,) = pool.alloc(s, 0, 1)
-        s.save_refs[0, p] = 1
+        s.save_refs[next(iter(s.all(spec.domains["Req"]))), p] = 1  # request 0: an element, never an int
 
     inst, (out,) = run(spec, stray)
     assert inst.violated(out.state) == "jobs_consistent"
@@ -165,7 +165,8 @@ def test_counters_nonnegative_over_scalars_and_tables() -> None:
     assert "locks" in (spec.invariants["counters_nonnegative"].doc or "")
 
     def negative_table(s):  # noqa: ANN001, ANN202
-        s.locks[1] = s.locks[1] - 1
+        second = list(s.all(Req))[1]  # spec code holds elements, never ints
+        s.locks[second] = s.locks[second] - 1
 
     inst, (out,) = run(spec, negative_table)
     assert inst.violated(out.state) == "counters_nonnegative"
@@ -177,7 +178,7 @@ def test_counters_nonnegative_over_scalars_and_tables() -> None:
     assert inst.violated(out.state) == "counters_nonnegative"
 
     def fine(s):  # noqa: ANN001, ANN202
-        s.locks[0] = 2
+        s.locks[next(iter(s.all(Req)))] = 2
 
     inst, (out,) = run(spec, fine)
     assert inst.violated(out.state) is None

@@ -31,15 +31,16 @@ from ownership.core.events import Event, make_event
 from ownership.errors import Code, OwnershipError, SpecWarning, caller_location, location_in
 from ownership.lang.audit import DeterminismAudit
 from ownership.lang.declarations import Action, Domain, Params, Values
-from ownership.lang.elements import Element, ix
-from ownership.lang.fields import Field1, Field1Ref, FieldN, FieldNRef, Layout, value_checker
+from ownership.lang.elements import Element, Elements, checker_caller, element_set, ix, symmetry_error
+from ownership.lang.fields import Layout, make_field
 from ownership.lang.guard import Disabled
 from ownership.lang.invariants import InvariantChecks, known_invariant, refused_step_member
 from ownership.lang.model import Spec
 from ownership.lang.purity import check_static
 from ownership.lang.statejson import StateCodec
 from ownership.lang.successors import ActionInstance, Successors
-from ownership.lang.types import Ref
+from ownership.lang.types import Ref, RefSet
+from ownership.lang.writes import value_checker
 
 if TYPE_CHECKING:
     from ownership.lang.evaluator import Evaluator
@@ -49,11 +50,16 @@ State = tuple[Any, ...]
 
 
 def _plain(value: Any) -> Any:
-    """An event field with elements replaced by their indices."""
+    """An event field with elements replaced by their display names (spec code passes the elements).
+
+    Events are for display; spec code may not turn an element of a symmetric
+    domain into its name itself (the name would order the elements), so the
+    view does it here, where nothing can decide on the result.
+    """
     if value.__class__ is Element:
-        return value._i
+        return value._Element__name
     if isinstance(value, (list, tuple)) and any(v.__class__ is Element for v in value):
-        return type(value)(ix(v) for v in value)
+        return type(value)(v._Element__name if v.__class__ is Element else v for v in value)
     return value
 
 
@@ -94,11 +100,18 @@ class ViewBase:
         return self._inst.sizes[domain.name]
 
     def name_of(self, domain: Domain, element: Any) -> str:
-        """Display name of an element (``"-"`` for None, ``"?"`` for a symbolic one)."""
+        """Display name of an element (``"-"`` for None, ``"?"`` for a symbolic one).
+
+        For the checker's rendering: spec code asking the name of an element
+        of a symmetric domain is refused (OWN060), since a name orders the
+        elements as well as an index does.
+        """
         if element is None:
             return "-"
+        if domain.symmetric and not checker_caller(1):
+            raise symmetry_error(domain.name, f"asks the name of an element of {domain.name}", names=True)
         if element.__class__ is Element:
-            return element._name
+            return element._Element__name  # type: ignore[no-any-return]
         return self._inst.names[domain.name][element] if isinstance(element, int) else "?"
 
     def terminal(self) -> bool:
@@ -175,28 +188,19 @@ class View(ViewBase):
         cur = self._cells
         reads = self._reads
         writes = self._writes
+        symmetric = instance.elements.keys()
         for lay in instance.layouts.values():
             var = instance.spec.vars[lay.name]
-            put = value_checker(var, instance.sizes)
-            ref = var.type.refers_to() if isinstance(var.type, Ref) else None
-            elems = instance.elements.get(ref) if ref is not None else None
-            doms = tuple(d.name for d in var.index)
+            put = value_checker(var, instance.sizes, symmetric)
             if not lay.shape:
                 self._scalars[lay.name] = lay.offset
                 self._scalar_put[lay.name] = put
-                if elems is not None:
-                    self._scalar_wrap[lay.name] = elems
-            elif len(lay.shape) == 1:
-                if elems is not None:
-                    field: Any = Field1Ref(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put, elems, writes)
-                else:
-                    field = Field1(cur, lay.offset, lay.shape[0], reads, doms[0], lay.name, put, writes)
-                object.__setattr__(self, lay.name, field)
-            elif elems is not None:
-                object.__setattr__(self, lay.name,
-                                   FieldNRef(cur, lay.offset, lay.shape, reads, doms, lay.name, put, elems, writes))
+                named = var.type.refers_to() if isinstance(var.type, (Ref, RefSet)) else None
+                if named in instance.elements:
+                    self._scalar_wrap[lay.name] = (instance.elements[named], isinstance(var.type, RefSet))
             else:
-                object.__setattr__(self, lay.name, FieldN(cur, lay.offset, lay.shape, reads, doms, lay.name, put, writes))
+                object.__setattr__(self, lay.name, make_field(cur, lay, reads, writes, var, put, instance.elements,
+                                                              instance.all_of))
 
     def __getattr__(self, name: str) -> Any:
         scalars = object.__getattribute__(self, "_scalars")
@@ -204,7 +208,11 @@ class View(ViewBase):
             self._reads.append(scalars[name])
             v = self._cells[scalars[name]]
             if v is not None and name in self._scalar_wrap:
-                return self._scalar_wrap[name][v]
+                elems, is_set = self._scalar_wrap[name]
+                if not is_set:
+                    return elems[v]
+                # A set of a symmetric domain: the mask for the checker, the elements for spec code.
+                return v if checker_caller(1) else element_set(v, elems)
             return v
         if name == "cur":
             raise raw_cells_error()
@@ -228,6 +236,8 @@ class View(ViewBase):
         ``domain`` of the options lets a symmetry-reducing search try only one
         of several elements that are indistinguishable right now.
         """
+        if options.__class__ is Elements:
+            options = options._Elements__items  # type: ignore[attr-defined]
         if not options:
             raise Disabled
         pos = len(self._picks)
@@ -261,7 +271,7 @@ class View(ViewBase):
         value = options[idx]
         self._picks.append(idx)
         self._counts.append(len(options))
-        self._chosen.append(value._i if value.__class__ is Element else value)
+        self._chosen.append(value._Element__i if value.__class__ is Element else value)
         if self.recording:
             self._labels.append((label, self._shown_choice(value, domain)))
         return value
@@ -269,7 +279,7 @@ class View(ViewBase):
     def _shown_choice(self, value: Any, domain: Domain | None) -> str:
         """A chosen value as the trace shows it: an element's name, ``yes``/``no``, else the value."""
         if value.__class__ is Element:
-            return str(value._name)
+            return str(value._Element__name)
         if isinstance(value, bool):
             return "yes" if value else "no"
         if domain is not None and isinstance(value, int):
@@ -298,7 +308,7 @@ class View(ViewBase):
             if isinstance(kind, Event):
                 self._events.append(kind)
             else:
-                # Events hold plain values (indices), as traces and JSON do.
+                # Events hold plain values: names for elements, as the renderers show them.
                 self._events.append(make_event(kind, {k: _plain(v) for k, v in fields.items()}, violates))
 
     @property
@@ -358,8 +368,10 @@ class Instance(Successors, DeterminismAudit, InvariantChecks, StateCodec):
             for d in spec.domains.values()
             if d.symmetric
         }
-        self.all_of: dict[str, Sequence[Any]] = {
-            d.name: self.elements.get(d.name) or range(self.sizes[d.name]) for d in spec.domains.values()
+        # What s.all(D) hands spec code: a symmetric domain's elements never by position.
+        self.all_of: dict[str, Any] = {
+            d.name: Elements(d.name, self.elements[d.name]) if d.name in self.elements else range(self.sizes[d.name])
+            for d in spec.domains.values()
         }
         self.value_sets: dict[str, list[int]] = {}
         for vs in spec.value_sets.values():

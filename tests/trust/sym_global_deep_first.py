@@ -33,7 +33,7 @@ def mark(s, r: Req):
 @spec.action
 def first(s):
     require(s.n == 40 and any(s.marked[q] for q in s.all(Req)))
-    head = s.all(Req)[0]
+    head = list(s.all(Req))[0]  # s.all(Req)[0] is refused where it is written (OWN060); a list keeps the order
     if s.marked[head]:
         s.n = 41
     else:
