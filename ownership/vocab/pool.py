@@ -46,6 +46,20 @@ def spec_location() -> tuple[str | None, int | None]:
     return None, None
 
 
+def check_count(n: Any, what: str) -> None:
+    """OWN113 at the spec line that called the vocabulary when ``n``, a count of pages or a slot, is a negative int.
+
+    A negative count used to take no page at all (``range(-1)`` is empty)
+    while the Z3 encoding found no way to take -1 pages: the explorer went on
+    and bmc saw the action disabled.  It is a bug in the spec's arithmetic,
+    so both refuse it.  A solver term is checked by its encoding instead.
+    """
+    if isinstance(n, int) and n < 0:
+        file, line = spec_location()
+        raise OwnershipError(Code.NEGATIVE_COUNT, f"{what} cannot be negative, got {n}: guard the call "
+                             "(require(n >= 0)) or fix the arithmetic that computes it", file, line)
+
+
 class Ownership:
     """Ghost history and built-in invariants for the requests of a spec.
 
@@ -250,6 +264,8 @@ class PagePool:
         must fail instead check :meth:`available` first).  Which free page
         lands in which slot is a nondeterministic choice.
         """
+        check_count(n, f"{self.name}.alloc: the number of pages")
+        check_count(first_slot, f"{self.name}.alloc: the first slot (-1 marks a page no table holds)")
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
@@ -353,6 +369,7 @@ def transfer(s: Any, r: Member, src: PagePool, dst: PagePool, n: int) -> None:
     table.  The destination pages take the *source* content label; a write
     into a destination page ``r`` does not hold is an unowned write.
     """
+    check_count(n, f"transfer from {src.name} to {dst.name}: the number of pages")
     src_pages = src.pages_of(s, r)
     dst_pages = dst.pages_of(s, r)
     require(n <= len(src_pages))
