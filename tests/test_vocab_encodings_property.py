@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from ownership.lang.instance import Instance, State
@@ -154,7 +154,10 @@ def assert_agrees(inst: Instance, report: Conformance, count: int) -> None:
 def check_generated(name: str, requests: int, examples: int) -> None:
     inst, sym = encoded(name, requests)
 
+    # No shrinking: a state costs a solver call per action instance, and the report already names
+    # each disagreeing state and both sides' successors readably.
     @settings(max_examples=examples, derandomize=True, deadline=None, database=None,
+              phases=[Phase.explicit, Phase.generate],
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(st.lists(states(inst), min_size=1, max_size=STATES_PER_EXAMPLE))
     def agree(batch: list[State]) -> None:
