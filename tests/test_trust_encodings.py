@@ -10,6 +10,8 @@ on a spec the explorer found violated.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,3 +84,16 @@ def test_a_guarded_computed_count_still_proves(tmp_path: Path) -> None:
                     .replace("    s.kv_holders[p] = 3\n", "    pass\n"))
     assert explore(Instance(load_spec(path))).verdict is Verdict.PROVED
     assert prove(Instance(load_spec(path))).verdict is Verdict.PROVED
+
+
+@pytest.mark.parametrize("engine", ["explore", "bmc", "prove"])
+def test_a_count_negative_at_some_parameter_values_is_a_located_error(engine: str) -> None:
+    # explore --free took no page at k=1 and reported the double ownership after it; bmc and
+    # prove widened four times and answered UNKNOWN ("integers exceed 256 bits").
+    path = TRUST / "enc_negative_alloc_parameter.py"
+    done = subprocess.run([sys.executable, "-m", "ownership", "check", str(path), "--engine", engine, "--free", "k"],
+                          capture_output=True, text=True, timeout=300)
+    line = line_of(path, "pool.alloc(s, r, s.params.k - 2)")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"error[OWN113]: {path}:{line}: kv.alloc: the number of pages cannot be negative, got a negative value " \
+           "at some values of the free parameters" in done.stdout + done.stderr

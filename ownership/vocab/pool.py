@@ -52,12 +52,29 @@ def check_count(n: Any, what: str) -> None:
     A negative count used to take no page at all (``range(-1)`` is empty)
     while the Z3 encoding found no way to take -1 pages: the explorer went on
     and bmc saw the action disabled.  It is a bug in the spec's arithmetic,
-    so both refuse it.  A solver term is checked by its encoding instead.
+    so both refuse it.  Under the Z3 engines a solver term is checked by the
+    encoding instead; the parametric explorer's terms fork here.
     """
-    if isinstance(n, int) and n < 0:
-        file, line = spec_location()
-        raise OwnershipError(Code.NEGATIVE_COUNT, f"{what} cannot be negative, got {n}: guard the call "
-                             "(require(n >= 0)) or fix the arithmetic that computes it", file, line)
+    if isinstance(n, int):
+        if n >= 0:
+            return
+        got = str(n)
+    elif not (n < 0):  # a count over free parameters (check --free): forks where it may be negative
+        return
+    else:
+        got = NEGATIVE_OVER_PARAMETERS
+    raise negative_count(what, got)
+
+
+NEGATIVE_OVER_PARAMETERS = "a negative value at some values of the free parameters"
+"""What a count over free parameters is said to be when some of their values make it negative."""
+
+
+def negative_count(what: str, got: str) -> OwnershipError:
+    """OWN113 located at the spec line that called the vocabulary: ``what`` (a count, a slot) is ``got``."""
+    file, line = spec_location()
+    return OwnershipError(Code.NEGATIVE_COUNT, f"{what} cannot be negative, got {got}: guard the call "
+                          "(require(n >= 0)) or fix the arithmetic that computes it", file, line)
 
 
 class Ownership:
