@@ -80,6 +80,26 @@ def free_held_and_listed(s, r: Req, p: Page):
 
 
 @spec.action
+def alloc_then_free(s, r: Req, n: Count):
+    """A page set the allocation returned, freed in the same step (and listed twice: freed twice)."""
+    pages = pool.alloc(s, r, n)
+    pool.free_pages(s, r, list(pages) + list(pages)[:1])
+
+
+@spec.action
+def alloc_then_read(s, r: Req, n: Count):
+    pool.read(s, r, pool.alloc(s, r, n))
+
+
+@spec.action
+def write_mixed(s, r: Req, p: Page):
+    """A list of a page-set element and a parameter page, the element twice."""
+    pages = pool.pages_of(s, r)
+    require(len(pages) > 0)
+    pool.write(s, r, [pages[0], p, pages[0]])
+
+
+@spec.action
 def write_listed(s, r: Req, p: Page, q: Page):
     pool.write(s, r, [p, q])
 
@@ -119,6 +139,11 @@ def holds(s, r: Req, p: Page):
 @spec.action
 def send(s, r: Req, n: Count):
     transfer(s, r, pool, remote, n)
+
+
+@spec.action
+def send_back(s, r: Req, n: Count):
+    transfer(s, r, remote, pool, n)
 
 
 @spec.action
