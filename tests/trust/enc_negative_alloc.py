@@ -5,6 +5,7 @@ prove saw `start` disabled and answered PROVED.  A negative count is OWN113.
 """
 
 from ownership import Ownership, Spec, require, violates
+
 spec = Spec("enc_negative_alloc", expect=violates("no_double_ownership"))
 spec.param("requests", 2, min=1)
 spec.param("pages", 2, min=1)

@@ -6,6 +6,7 @@ engine stops at the negative count (OWN113).
 """
 
 from ownership import Ownership, Spec, require, violates
+
 spec = Spec("enc_negative_alloc_computed", expect=violates("no_double_ownership"))
 spec.param("requests", 2, min=1)
 spec.param("pages", 2, min=1)

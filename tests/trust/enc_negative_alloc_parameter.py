@@ -7,6 +7,7 @@ integers four times over the unreachable negative count and answered UNKNOWN
 """
 
 from ownership import Ownership, Spec, require, violates
+
 spec = Spec("enc_negative_alloc_parameter", expect=violates("no_double_ownership"))
 spec.param("requests", 2, min=1)
 spec.param("pages", 2, min=1)
