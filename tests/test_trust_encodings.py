@@ -97,3 +97,11 @@ def test_a_count_negative_at_some_parameter_values_is_a_located_error(engine: st
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"error[OWN113]: {path}:{line}: kv.alloc: the number of pages cannot be negative, got a negative value " \
            "at some values of the free parameters" in done.stdout + done.stderr
+
+
+def test_a_page_table_concatenated_with_itself_is_freed_twice_by_every_engine() -> None:
+    path = TRUST / "enc_page_table_added_twice.py"
+    for engine, run in ENGINES.items():
+        result = run(Instance(load_spec(path)))
+        assert result.verdict is Verdict.VIOLATED and result.violated == "no_double_ownership", engine
+        assert result.trace is not None and len(result.trace) == 3, engine

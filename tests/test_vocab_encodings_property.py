@@ -44,7 +44,7 @@ GENERATORS: dict[str, tuple[str, tuple[str, ...]]] = {
     "PagePool.write": ("enc_inputs_pool", ("write_listed", "write_held", "write_mixed")),
     "PagePool.read": ("enc_inputs_pool", ("read_listed", "read_held", "alloc_then_read")),
     "PagePool.free_pages": ("enc_inputs_pool", ("free_listed", "free_nothing", "free_held", "free_held_twice",
-                                                "free_held_and_listed", "alloc_then_free")),
+                                                "free_held_and_listed", "free_held_added", "alloc_then_free")),
     "transfer": ("enc_inputs_pool", ("send", "send_back", "send_held_count")),
     "pages_exclusive": ("enc_inputs_pool", ("exclusive",)),
     "pages_all_returned": ("enc_inputs_pool", ("all_returned",)),

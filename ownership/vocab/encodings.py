@@ -126,6 +126,13 @@ class SymPages:
     def __bool__(self) -> bool:
         return self.length > 0 if self.length is not None else bool(self.count() > 0)
 
+    def __add__(self, other: Any) -> list[Any]:
+        """``pages + more``: a list, as the concrete page lists concatenate (a page in both is listed twice)."""
+        return [*self, *other]
+
+    def __radd__(self, other: Any) -> list[Any]:
+        return [*other, *self]
+
     def __contains__(self, page: Any) -> bool:
         if isinstance(page, Sym):
             return bool(Sym(z3.Or(*[z3.And(m, _eq_page(page.e, p)) for p, m in enumerate(self.member)]), self.ex))

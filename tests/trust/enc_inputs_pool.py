@@ -75,6 +75,13 @@ def free_held_twice(s, r: Req):
 
 
 @spec.action
+def free_held_added(s, r: Req, p: Page):
+    """The page table concatenated with itself and with a list, as Python lists concatenate."""
+    pages = pool.pages_of(s, r)
+    pool.free_pages(s, r, pages + pages + [p])
+
+
+@spec.action
 def free_held_and_listed(s, r: Req, p: Page):
     pool.free_pages(s, r, [*pool.pages_of(s, r), p])
 
