@@ -76,8 +76,10 @@ def encoded(name: str, requests: int = 2) -> tuple[Instance, SymbolicSpec]:
 # -- the registry ---------------------------------------------------------------------------------
 
 
-def test_every_encoded_operation_has_a_generator() -> None:
+def test_every_operation_has_an_encoding_and_a_generator() -> None:
     ops = encoded_operations()
+    unencoded = sorted(set(registered_operations()) - set(ops))
+    assert not unencoded, f"operations bmc and prove cannot run (no encoding registered): {unencoded}"
     assert len(ops) >= 13
     missing = sorted(set(ops) - set(GENERATORS))
     assert not missing, f"operations with an encoding but no generator here: {missing}"
