@@ -202,7 +202,7 @@ class Cache:
         node that takes pages is one no longer.
         """
         if count is not None:
-            check_count(count, f"{self.name}.hand_off: the number of pages")
+            check_count(count, f"{self.name}.hand_off: the number of pages", s)
         n = self.node_of(s, node)
         holders = getattr(s, self.pool.holders_var)
         slot = getattr(s, self.pool.slot_var)

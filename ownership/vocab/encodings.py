@@ -29,7 +29,7 @@ from ownership.vocab import pool as _pool
 from ownership.vocab import prefix as _prefix
 from ownership.vocab.inflight import InflightWrites
 from ownership.vocab.operation import encodes
-from ownership.vocab.pool import NEGATIVE_OVER_PARAMETERS, PagePool, check_count, negative_count
+from ownership.vocab.pool import PagePool, check_count
 from ownership.vocab.prefix import PrefixIndex
 from ownership.vocab.refcount import BlockTables
 
@@ -154,48 +154,9 @@ def _int(s: SymView, x: Any) -> z3.ExprRef:
 
 
 def _count_term(s: SymView, n: Any, what: str) -> z3.ExprRef:
-    """A count of pages as a term; a negative one is an error, as in the concrete body.
-
-    A constant count is checked now (OWN113 at the spec line, before any
-    search).  A solver term may be negative only in some states: that is an
-    error point the engines look for like an overflow, so a reachable
-    negative count is never answered PROVED.
-    """
-    if not isinstance(n, Sym):
-        check_count(n, what)
-    term = _int(s, n)
-    if isinstance(n, Sym):
-        if _over_parameters_only(term) and _may_hold(s, term < 0):
-            # No state decides it: some values of the free parameters make it negative here.
-            raise negative_count(what, NEGATIVE_OVER_PARAMETERS)
-        guards = s._enc.explorer.guards  # inside a merged ``if``: only where the branch is taken
-        s.no_overflow(z3.Implies(z3.And(*guards), term >= 0) if guards else term >= 0)
-    return term
-
-
-def _over_parameters_only(term: z3.ExprRef) -> bool:
-    """Whether ``term`` reads no state cell and no choice: only free parameters (``param!NAME``)."""
-    todo, seen, names = [term], set(), set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            names.add(t.decl().name())
-        todo.extend(t.children())
-    return bool(names) and all(n.startswith("param!") for n in names)
-
-
-def _may_hold(s: SymView, cond: z3.BoolRef) -> bool:
-    """Whether ``cond`` can hold on this path within the free parameters' declared ranges."""
-    from ownership.symbolic.encoding import parameter_constraints
-
-    enc = s._enc
-    solver = z3.Solver()
-    solver.set("timeout", 10_000)
-    solver.add(*parameter_constraints(enc.inst, enc.param_terms, ()), *enc.explorer.pc, *enc.explorer.guards, cond)
-    return solver.check() != z3.unsat
+    """A count of pages as a term; a negative one is an error, as in the concrete body (see :func:`check_count`)."""
+    check_count(n, what, s)
+    return _int(s, n)
 
 
 def _checked_sum(s: SymView, terms: Sequence[z3.ExprRef]) -> z3.ExprRef:

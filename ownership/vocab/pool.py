@@ -46,20 +46,26 @@ def spec_location() -> tuple[str | None, int | None]:
     return None, None
 
 
-def check_count(n: Any, what: str) -> None:
-    """OWN113 at the spec line that called the vocabulary when ``n``, a count of pages or a slot, is a negative int.
+def check_count(n: Any, what: str, s: Any = None) -> None:
+    """OWN113 at the spec line that called the vocabulary when ``n``, a count of pages or a slot, is negative.
 
     A negative count used to take no page at all (``range(-1)`` is empty)
     while the Z3 encoding found no way to take -1 pages: the explorer went on
     and bmc saw the action disabled.  It is a bug in the spec's arithmetic,
-    so both refuse it.  Under the Z3 engines a solver term is checked by the
-    encoding instead; the parametric explorer's terms fork here.
+    so every engine refuses it.  Under the Z3 engines (``s.symbolic``) a
+    solver term is an error point they look for as for an overflow, and a
+    term over free parameters alone is refused at once where it may be
+    negative; the parametric explorer's terms fork here.
     """
     if isinstance(n, int):
         if n >= 0:
             return
         got = str(n)
-    elif not (n < 0):  # a count over free parameters (check --free): forks where it may be negative
+    elif s is not None and s.symbolic:
+        if not s.nonnegative(n):
+            return
+        got = NEGATIVE_OVER_PARAMETERS
+    elif not (n < 0):
         return
     else:
         got = NEGATIVE_OVER_PARAMETERS
