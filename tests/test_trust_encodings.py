@@ -105,3 +105,16 @@ def test_a_page_table_concatenated_with_itself_is_freed_twice_by_every_engine() 
         result = run(Instance(load_spec(path)))
         assert result.verdict is Verdict.VIOLATED and result.violated == "no_double_ownership", engine
         assert result.trace is not None and len(result.trace) == 3, engine
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_negative_first_slot_is_a_located_error(engine: str, tmp_path: Path) -> None:
+    # Slot -1 marks a page no table holds: a held page there breaks the bookkeeping the solver relies on.
+    path = tmp_path / "first_slot.py"
+    path.write_text((TRUST / "enc_negative_alloc.py").read_text().replace(
+        "pool.alloc(s, r, -1)", "pool.alloc(s, r, 1, first_slot=-1)"))
+    with pytest.raises(OwnershipError) as info:
+        ENGINES[engine](Instance(load_spec(path)))
+    assert info.value.code is Code.NEGATIVE_COUNT
+    assert "kv.alloc: the first slot (-1 marks a page no table holds) cannot be negative, got -1" in info.value.message
+    assert info.value.line == line_of(path, "first_slot=-1")
