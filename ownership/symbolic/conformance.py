@@ -98,6 +98,9 @@ class Conformance:
     given to :func:`check_conformance`, at that encoding's width instead."""
     raised: list[tuple[State, str, str]] = field(default_factory=list)
     """(state, what, error) where the Python itself raises: nothing to compare (on a state no run reaches, say)."""
+    refused: list[tuple[State, str]] = field(default_factory=list)
+    """(state, action instance's label) of ``raised`` where the encoding refuses too: one of its error points
+    (an overflow, a negative count) holds there, so the engines never take that step as a successor."""
 
     def describe(self, inst: Instance) -> str:
         """Every discrepancy, readable, or one line saying there is none."""
@@ -276,6 +279,8 @@ class _Checker:
                 concrete = self.concrete(state, ai)
             except OwnershipError as exc:
                 report.raised.append((state, ai.label, exc.message))
+                if ap is not None and self._holds_somewhere(self.overflow[id(ap)], sub):
+                    report.refused.append((state, ai.label))
                 continue
             if ap is None:
                 if concrete:
@@ -340,6 +345,7 @@ def check_conformance(inst: Instance, states: Iterable[State], sym: SymbolicSpec
                 checker.check(state, found, only)
         report.discrepancies += found.discrepancies
         report.raised += found.raised
+        report.refused += found.refused
         report.states += found.states
         report.compared += found.compared
         if not widen or not found.overflows or sym.width * 2 > MAX_WIDTH:

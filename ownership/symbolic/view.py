@@ -277,6 +277,36 @@ class SymView(CellView):
         """Record an overflow point of a vocabulary encoding's own arithmetic."""
         self._enc.explorer.no_overflow(ok)
 
+    def nonnegative(self, value: Any) -> bool:
+        """Record an error point where ``value`` (a count, a ``Sym``) is negative; no fork.
+
+        The engines look for a reachable error point as for an overflow, so
+        a count that can go negative is never answered PROVED.  Returns True
+        when no state decides it and some values of the free parameters make
+        it negative on this path: the caller refuses the spec then.
+        """
+        term = value.e if isinstance(value, Sym) else z3.BitVecVal(int(value), self.width)
+        if z3.is_bool(term):
+            return False  # a truth value counts 0 or 1
+        zero = z3.BitVecVal(0, term.size())
+        guards = self._enc.explorer.guards  # inside a merged ``if``: only where the branch is taken
+        negative = term < zero
+        if guards:
+            negative = z3.And(*guards, negative)
+        refuse = _over_parameters_only(term) and self._may_hold(negative)
+        self.no_overflow(z3.Not(negative))
+        return refuse
+
+    def _may_hold(self, cond: z3.BoolRef) -> bool:
+        """Whether ``cond`` can hold on this path within the free parameters' declared ranges."""
+        from ownership.symbolic.encoding import parameter_constraints  # the encoding imports this module
+
+        enc = self._enc
+        solver = z3.Solver()
+        solver.set("timeout", 10_000)
+        solver.add(*parameter_constraints(enc.inst, enc.param_terms, ()), *enc.explorer.pc, cond)
+        return solver.check() != z3.unsat
+
     def set_term(self, pos: int, term: z3.ExprRef) -> None:
         self.write_cell(pos, Sym(term, self._enc.explorer))
 
@@ -312,3 +342,15 @@ class SymView(CellView):
         self.picks.append(extractor)
 
 
+def _over_parameters_only(term: z3.ExprRef) -> bool:
+    """Whether ``term`` reads no state cell and no choice: only free parameters (``param!NAME``)."""
+    todo, seen, names = [term], set(), set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            names.add(t.decl().name())
+        todo.extend(t.children())
+    return bool(names) and all(n.startswith("param!") for n in names)

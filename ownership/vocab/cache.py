@@ -60,7 +60,7 @@ from ownership.lang.elements import Member, ix
 from ownership.lang.guard import require
 from ownership.lang.model import Spec
 from ownership.lang.types import BoolType, Int, Ref, SetOf
-from ownership.vocab.pool import Ownership, PagePool
+from ownership.vocab.pool import Ownership, PagePool, check_count
 from ownership.vocab.prefix import _not, _set_if
 
 
@@ -201,6 +201,8 @@ class Cache:
         ``req_to_token`` row), at offset ``slot - first_slot``.  A tombstoned
         node that takes pages is one no longer.
         """
+        if count is not None:
+            check_count(count, f"{self.name}.hand_off: the number of pages", s)
         n = self.node_of(s, node)
         holders = getattr(s, self.pool.holders_var)
         slot = getattr(s, self.pool.slot_var)

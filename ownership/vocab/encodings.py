@@ -29,7 +29,7 @@ from ownership.vocab import pool as _pool
 from ownership.vocab import prefix as _prefix
 from ownership.vocab.inflight import InflightWrites
 from ownership.vocab.operation import encodes
-from ownership.vocab.pool import PagePool
+from ownership.vocab.pool import PagePool, check_count
 from ownership.vocab.prefix import PrefixIndex
 from ownership.vocab.refcount import BlockTables
 
@@ -126,6 +126,13 @@ class SymPages:
     def __bool__(self) -> bool:
         return self.length > 0 if self.length is not None else bool(self.count() > 0)
 
+    def __add__(self, other: Any) -> list[Any]:
+        """``pages + more``: a list, as the concrete page lists concatenate (a page in both is listed twice)."""
+        return [*self, *other]
+
+    def __radd__(self, other: Any) -> list[Any]:
+        return [*other, *self]
+
     def __contains__(self, page: Any) -> bool:
         if isinstance(page, Sym):
             return bool(Sym(z3.Or(*[z3.And(m, _eq_page(page.e, p)) for p, m in enumerate(self.member)]), self.ex))
@@ -144,6 +151,12 @@ def _int(s: SymView, x: Any) -> z3.ExprRef:
     if isinstance(x, Sym):
         return x.e if not z3.is_bool(x.e) else b2i(x.e, s.width)
     return ival(int(x), s.width)
+
+
+def _count_term(s: SymView, n: Any, what: str) -> z3.ExprRef:
+    """A count of pages as a term; a negative one is an error, as in the concrete body (see :func:`check_count`)."""
+    check_count(n, what, s)
+    return _int(s, n)
 
 
 def _checked_sum(s: SymView, terms: Sequence[z3.ExprRef]) -> z3.ExprRef:
@@ -213,8 +226,9 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
     free_off, size = _cells(s, pool.free_var)
     hold_off, _ = _cells(s, pool.holders_var)
     slot_off, _ = _cells(s, pool.slot_var)
+    check_count(first_slot, f"{pool.name}.alloc: the first slot (-1 marks a page no table holds)")
+    n_term = _count_term(s, n, f"{pool.name}.alloc: the number of pages")
     free = [s.cell_term(free_off + p) for p in range(size)]
-    n_term = _int(s, n)
     s.require_term(_checked_sum(s, free) >= n_term)
     take = [s.fresh(f"{pool.name}_take{p}", z3.BoolSort()) for p in range(size)]
     pos = [s.fresh(f"{pool.name}_pos{p}", z3.BitVecSort(s.width)) for p in range(size)]
@@ -223,7 +237,8 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
         s.assume(z3.Implies(z3.Not(take[p]), pos[p] == -1))
         for q in range(p):
             s.assume(z3.Implies(z3.And(take[p], take[q]), pos[p] != pos[q]))
-    s.assume(_count(s, take) == n_term)
+    # A negative count is an error point (above); stated so that it stays satisfiable there.
+    s.assume(z3.Or(n_term < 0, _count(s, take) == n_term))
     if pool.Page.name in s._enc.reduced:
         # Symmetry breaking: pages whose cells are all equal now are interchangeable, so
         # take them in index order (the explorer merges the same choices; see
@@ -338,9 +353,9 @@ def _rank(s: SymView, pages: SymPages, p: int) -> z3.ExprRef:
 
 @encodes(_pool.transfer)
 def transfer(s: SymView, r: int, src: PagePool, dst: PagePool, n: Any) -> None:
+    n_term = _count_term(s, n, f"transfer from {src.name} to {dst.name}: the number of pages")
     src_pages = pages_of(s, src, r)
     dst_pages = pages_of(s, dst, r)
-    n_term = _int(s, n)
     src_count = _count(s, src_pages.member)
     dst_count = _count(s, dst_pages.member)
     s.require_term(n_term <= src_count)

@@ -93,3 +93,28 @@ def encodes(op: Callable[..., Any]) -> Callable[[F], F]:
         return fn
 
     return register
+
+
+def registered_operations() -> dict[str, Callable[..., Any]]:
+    """Every vocabulary operation, by qualified name (``PagePool.alloc``), found by walking the vocabulary's modules.
+
+    Walked, not kept in a table as the decorator runs, so that no module
+    holds mutable state; each operation's :func:`encoding_of` slot says
+    whether an encoding is registered for it (import :data:`ENCODINGS`
+    first, which this does not: it imports z3).  A new module of ``ownership.vocab`` is found without being listed.
+    """
+    import pkgutil
+
+    from ownership import vocab
+
+    found: dict[str, Callable[..., Any]] = {}
+    for info in pkgutil.iter_modules(vocab.__path__):
+        if f"{vocab.__name__}.{info.name}" == ENCODINGS:
+            continue  # registers encodings, defines no operation (and imports z3)
+        module = importlib.import_module(f"{vocab.__name__}.{info.name}")
+        for value in vars(module).values():
+            members = vars(value).values() if inspect.isclass(value) else (value,)
+            for member in members:
+                if isinstance(getattr(member, "encoding", None), Encoding) and member.__module__ == module.__name__:
+                    found[member.__qualname__] = member
+    return found

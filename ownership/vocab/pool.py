@@ -46,6 +46,43 @@ def spec_location() -> tuple[str | None, int | None]:
     return None, None
 
 
+def check_count(n: Any, what: str, s: Any = None) -> None:
+    """OWN113 at the spec line that called the vocabulary when ``n``, a count of pages or a slot, is negative.
+
+    A negative count used to take no page at all (``range(-1)`` is empty)
+    while the Z3 encoding found no way to take -1 pages: the explorer went on
+    and bmc saw the action disabled.  It is a bug in the spec's arithmetic,
+    so every engine refuses it.  Under the Z3 engines (``s.symbolic``) a
+    solver term is an error point they look for as for an overflow, and a
+    term over free parameters alone is refused at once where it may be
+    negative; the parametric explorer's terms fork here.
+    """
+    if isinstance(n, int):
+        if n >= 0:
+            return
+        got = str(n)
+    elif s is not None and s.symbolic:
+        if not s.nonnegative(n):
+            return
+        got = NEGATIVE_OVER_PARAMETERS
+    elif not (n < 0):
+        return
+    else:
+        got = NEGATIVE_OVER_PARAMETERS
+    raise negative_count(what, got)
+
+
+NEGATIVE_OVER_PARAMETERS = "a negative value at some values of the free parameters"
+"""What a count over free parameters is said to be when some of their values make it negative."""
+
+
+def negative_count(what: str, got: str) -> OwnershipError:
+    """OWN113 located at the spec line that called the vocabulary: ``what`` (a count, a slot) is ``got``."""
+    file, line = spec_location()
+    return OwnershipError(Code.NEGATIVE_COUNT, f"{what} cannot be negative, got {got}: guard the call "
+                          "(require(n >= 0)) or fix the arithmetic that computes it", file, line)
+
+
 class Ownership:
     """Ghost history and built-in invariants for the requests of a spec.
 
@@ -250,6 +287,8 @@ class PagePool:
         must fail instead check :meth:`available` first).  Which free page
         lands in which slot is a nondeterministic choice.
         """
+        check_count(n, f"{self.name}.alloc: the number of pages")
+        check_count(first_slot, f"{self.name}.alloc: the first slot (-1 marks a page no table holds)")
         free = getattr(s, self.free_var)
         holders = getattr(s, self.holders_var)
         slot = getattr(s, self.slot_var)
@@ -353,6 +392,7 @@ def transfer(s: Any, r: Member, src: PagePool, dst: PagePool, n: int) -> None:
     table.  The destination pages take the *source* content label; a write
     into a destination page ``r`` does not hold is an unowned write.
     """
+    check_count(n, f"transfer from {src.name} to {dst.name}: the number of pages")
     src_pages = src.pages_of(s, r)
     dst_pages = dst.pages_of(s, r)
     require(n <= len(src_pages))
