@@ -77,7 +77,8 @@ STEP_MEMBERS = {"flag": "calls s.flag(...)", "emit": "calls s.emit(...)", "event
 """The view's members that belong to a step (an action's run), never to an invariant, and what using one is."""
 
 
-def step_member_error(inv: Invariant | None, what: str, file: str | None, line: int | None) -> OwnershipError:
+def step_member_error(inv: Invariant | None, what: str, file: str | None, line: int | None,
+                      who: str | None = None) -> OwnershipError:
     """OWN064: an invariant (``inv``, if known) ``what`` (``calls s.flag(...)``...), at ``file:line``.
 
     Invariants are functions of a state.  A flag or an event marks a step,
@@ -86,10 +87,11 @@ def step_member_error(inv: Invariant | None, what: str, file: str | None, line: 
     every engine, and ``s.events`` was always empty, so the invariant could
     never fail and every engine said PROVED.
     """
-    who = f"invariant {inv.name}" if inv is not None else "an invariant"
+    if who is None:
+        who = f"invariant {inv.name}" if inv is not None else "an invariant"
     return OwnershipError(
         Code.SPEC_INVARIANT_STEP,
-        f"{who} {what}, but invariants see a state, not a step, so the violation it means could never be found: "
+        f"{who} {what}, but invariants (and the terminal predicate) see a state, not a step, so the violation it means could never be found: "
         "flag it in the action whose step violates it (s.flag(name, condition) or s.emit(..., violates=name)), "
         "or keep what the invariant needs in a state variable (a ghost variable the action sets) and return "
         "a bool of the state",
@@ -130,10 +132,14 @@ def refused_step_member(view: Any, member: str) -> OwnershipError:
     message); the line is the innermost frame of spec code.
     """
     file, line = spec_frame_location(3)
-    codes = {getattr(inv.fn, "__code__", None): inv for inv in view._inst.spec.invariants.values()}
+    spec = view._inst.spec
+    codes = {getattr(inv.fn, "__code__", None): inv for inv in spec.invariants.values()}
+    terminal = getattr(spec.done, "__code__", None)
     frame: Any = sys._getframe(1)
     inv = None
     while frame is not None and inv is None:
+        if terminal is not None and frame.f_code is terminal:
+            return step_member_error(None, STEP_MEMBERS[member], file, line, who="the terminal predicate")
         inv = codes.get(frame.f_code)
         frame = frame.f_back
     return step_member_error(inv, STEP_MEMBERS[member], file, line)
@@ -296,6 +302,11 @@ class InvariantChecks:
         if self.spec.done is None:
             return False
         self.view._cells[:] = state
-        done = bool(self.spec.done(self.view))
+        # Like an invariant it judges a state: a flag or an event raised there would be dropped (OWN064).
+        object.__setattr__(self.view, "_judging", True)
+        try:
+            done = bool(self.spec.done(self.view))
+        finally:
+            object.__setattr__(self.view, "_judging", False)
         self.check_unchanged(state)
         return done

@@ -165,8 +165,8 @@ class Spec:
         reference).  Ghost variables record history for invariants (which
         request read which content); they are state like any other.
         """
-        reserved = ("params", "choose", "emit", "all", "names", "size", "name_of", "cur", "events", "recording",
-                    "symbolic", "terminal", "checks")
+        reserved = ("params", "choose", "emit", "flag", "all", "names", "size", "name_of", "cur", "events",
+                    "recording", "symbolic", "terminal", "checks")
         if name in self.vars or name in reserved:
             raise self._error(f"state variable {name} declared twice or shadows a view method")
         if not name.isidentifier() or name.startswith("_"):

@@ -171,6 +171,13 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
         raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} assigns the module global {name}: state an action "
                              "changes must be a state variable (spec.var)", code.co_filename, _line_of(code, name))
     for name in sorted(names):
+        if name.startswith("_Element__") or (name in env and _unwraps_elements(env[name])):
+            # The checker's own way to an element's index or name: spec code that takes it can order
+            # interchangeable elements, which symmetry reduction assumes it never does.
+            raise OwnershipError(Code.SYMMETRY_BROKEN, f"{what}{where} uses {name}, the checker's own access to an "
+                                 "element's index or name: elements of a symmetric domain are interchangeable; compare "
+                                 "them with == or declare the domain ordered (`ordered=True`) if the protocol uses "
+                                 "their order", code.co_filename, _line_of(code, name))
         if name not in env:
             continue
         value = env[name]
@@ -195,6 +202,13 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
                                      f"({Path(str(module.__file__)).stem}.{attr})", code.co_filename, _line_of(code, attr))
             for inner in _callees(value, project, None):
                 check_function(inner, what, seen, project)
+
+
+def _unwraps_elements(value: Any) -> bool:
+    """Whether ``value`` is the vocabulary's unwrapping of elements (``ix``, ``plain``) or their module."""
+    from ownership.lang import elements
+
+    return value is elements or value is elements.ix or value is elements.plain
 
 
 def _is_spec_module(env: dict[str, Any]) -> bool:

@@ -1,0 +1,40 @@
+"""The terminal predicate judges a state like an invariant: it cannot flag, emit or read a step's events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ownership.engines.explore import ExploreOptions, explore
+from ownership.errors import Code, OwnershipError
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
+
+TRUST = Path(__file__).resolve().parent / "trust"
+
+
+def test_a_terminal_predicate_that_flags_is_refused_at_its_line() -> None:
+    inst = Instance(load_spec(TRUST / "events_flag_in_terminal.py"), {})
+    with pytest.raises(OwnershipError) as err:
+        explore(inst, ExploreOptions(deadlock=True, kernel="python"))
+    assert err.value.code is Code.SPEC_INVARIANT_STEP
+    assert "the terminal predicate calls s.flag" in err.value.message
+    lines = (TRUST / "events_flag_in_terminal.py").read_text().splitlines()
+    assert err.value.line == next(i for i, ln in enumerate(lines, start=1) if 's.flag("replies"' in ln)
+
+
+def test_flag_is_not_a_state_variable_name(tmp_path: Path) -> None:
+    spec = tmp_path / "flag_var.py"
+    spec.write_text("from ownership import Spec\nspec = Spec('flag_var')\nspec.var('flag', bool, init=False)\n")
+    with pytest.raises(OwnershipError) as err:
+        load_spec(spec)
+    assert err.value.code is Code.SPEC_INVALID and "shadows a view method" in err.value.message
+
+
+def test_spec_code_cannot_unwrap_an_element_with_the_checkers_ix() -> None:
+    with pytest.raises(OwnershipError) as err:
+        explore(Instance(load_spec(TRUST / "sym_static_unwraps_ix.py"), {}))
+    assert err.value.code is Code.SYMMETRY_BROKEN and "uses ix" in err.value.message
+    lines = (TRUST / "sym_static_unwraps_ix.py").read_text().splitlines()
+    assert err.value.line == next(i for i, ln in enumerate(lines, start=1) if "s.fast[r] = ix(r)" in ln)
