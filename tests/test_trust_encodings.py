@@ -81,7 +81,7 @@ def test_a_guarded_computed_count_still_proves(tmp_path: Path) -> None:
     path = tmp_path / "guarded.py"
     path.write_text(guarded.replace('expect=violates("no_double_ownership")', "expect=safe()")
                     .replace("import Ownership, Spec, require, violates", "import Ownership, Spec, require, safe")
-                    .replace("    s.kv_holders[p] = 3\n", "    pass\n"))
+                    .replace("    s.kv_holders[p] = frozenset(s.all(Req))  # every request holds it\n", "    pass\n"))
     assert explore(Instance(load_spec(path))).verdict is Verdict.PROVED
     assert prove(Instance(load_spec(path))).verdict is Verdict.PROVED
 

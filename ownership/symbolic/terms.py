@@ -140,6 +140,10 @@ def to_z3(value: Any, sort: z3.SortRef) -> z3.ExprRef:
         return z3.BitVecVal(-1, sort.size()) if isinstance(sort, z3.BitVecSortRef) else ival(-1)
     if sort == z3.BoolSort():
         return z3.BoolVal(bool(value))
+    if isinstance(value, (set, frozenset)):
+        value = set_mask(value)
+        if isinstance(value, z3.ExprRef):
+            return value  # a mask over symbolic indices: the width of the terms it was built from
     if isinstance(sort, z3.BitVecSortRef):
         n, bits = int(value), sort.size()
         if not (fits(n, bits) or 0 <= n < 1 << bits):  # masks of element sets are unsigned
@@ -159,7 +163,22 @@ def _term(x: Any, like: z3.ExprRef | None = None) -> Any:
         return -1
     if isinstance(x, bool) and like is not None and not z3.is_bool(like):
         return int(x)
+    if isinstance(x, (set, frozenset)):
+        return set_mask(x)
     return x
+
+
+def set_mask(elements: Any) -> Any:
+    """A set of element indices (ints, or terms of one) as the bitmask a ``SetOf`` cell holds.
+
+    Spec code writes sets of elements of a symmetric domain (``s.w[p] | {r}``,
+    ``frozenset()``); concretely they are masks, and so they are here.
+    """
+    mask: Any = 0
+    for e in elements:
+        bit = e.e if isinstance(e, Sym) else e
+        mask = mask | (1 << bit) if isinstance(bit, int) else mask | (z3.BitVecVal(1, bit.size()) << bit)
+    return mask
 
 
 def _arith(e: z3.ExprRef, width: int) -> z3.ExprRef:
@@ -184,6 +203,16 @@ class Sym:
         if not z3.is_bool(e):
             e = e != (0 if not isinstance(e, z3.BitVecRef) else z3.BitVecVal(0, e.size()))
         return self.ex.branch(e)
+
+    def __contains__(self, element: Any) -> bool:
+        """``r in s.holders[p]``: bit ``r`` of a ``SetOf`` cell's mask (a fork where it is undecided)."""
+        e = self.e
+        if not isinstance(e, z3.BitVecRef):
+            raise TypeError("`in` needs a set of elements (a SetOf cell)")
+        bit = _term(element, e)
+        mask, bit = _align(e, bit) if isinstance(bit, z3.BitVecRef) else (e, bit)
+        one = z3.BitVecVal(1, mask.size())
+        return self.ex.branch(z3.LShR(mask, bit) & one == one)
 
     def is_truth_value(self) -> bool:
         """Whether this stands for a bool (guards and invariants must give one)."""
@@ -253,6 +282,9 @@ class Sym:
     __radd__ = __add__
 
     def __sub__(self, o: Any) -> Sym:
+        if isinstance(o, (set, frozenset)):
+            # A set of elements taken out of a SetOf cell's mask: set difference, not arithmetic.
+            return self._bin(o, lambda a, b: a & ~b)
         return self._bin(o, lambda a, b: a - b, guard=_sub_ok)
 
     def __rsub__(self, o: Any) -> Sym:

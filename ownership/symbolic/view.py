@@ -285,6 +285,8 @@ class SymView(CellView):
         when no state decides it and some values of the free parameters make
         it negative on this path: the caller refuses the spec then.
         """
+        if not isinstance(value, Sym) and int(value) >= 0:
+            return False  # a constant count: nothing to record (a negative one is refused before this)
         term = value.e if isinstance(value, Sym) else z3.BitVecVal(int(value), self.width)
         if z3.is_bool(term):
             return False  # a truth value counts 0 or 1

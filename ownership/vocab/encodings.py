@@ -238,7 +238,8 @@ def alloc(s: SymView, pool: PagePool, r: int, n: Any, first_slot: int = 0) -> Sy
         for q in range(p):
             s.assume(z3.Implies(z3.And(take[p], take[q]), pos[p] != pos[q]))
     # A negative count is an error point (above); stated so that it stays satisfiable there.
-    s.assume(z3.Or(n_term < 0, _count(s, take) == n_term))
+    taken = _count(s, take) == n_term
+    s.assume(taken if z3.is_bv_value(n_term) else z3.Or(n_term < 0, taken))
     if pool.Page.name in s._enc.reduced:
         # Symmetry breaking: pages whose cells are all equal now are interchangeable, so
         # take them in index order (the explorer merges the same choices; see

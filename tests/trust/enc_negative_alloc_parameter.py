@@ -26,6 +26,6 @@ def start(s, r: Req):
 @spec.action
 def share(s, r: Req, p: pool.Page):
     require(s.step[r] == 1)
-    s.kv_holders[p] = 3
+    s.kv_holders[p] = frozenset(s.all(Req))  # every request holds it
 
 own.invariants("no_double_ownership")
