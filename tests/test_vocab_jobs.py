@@ -186,12 +186,12 @@ def test_counters_nonnegative_over_scalars_and_tables() -> None:
 
 def test_bad_declarations_are_refused_at_the_calling_line() -> None:
     spec, pool, jobs = tiny()
-    spec.var("flag", bool, init=False)
+    spec.var("ready", bool, init=False)
     with pytest.raises(OwnershipError) as unknown:
         counters_nonnegative(spec, "nope")
     assert unknown.value.code is Code.COUNTER_NOT_INT and unknown.value.file == __file__
     with pytest.raises(OwnershipError) as not_int:
-        counters_nonnegative(spec, "flag")
+        counters_nonnegative(spec, "ready")
     assert "not an integer" in not_int.value.message
     with pytest.raises(OwnershipError) as none:
         counters_nonnegative(spec)

@@ -143,10 +143,10 @@ class VllmBlockPoolAdapter(Adapter):
             "ref_cnt": [s.ref_cnt[b] for b in range(n)],
             "free_queue": queue,
             "num_free_blocks": len(queue),
-            "block_hash": [None if s.block_hash[b] is None else str(s.block_hash[b]) for b in range(n)],
+            # The adapter's view gives references as ints: hash h is the spec's h{h}.
+            "block_hash": [None if s.block_hash[b] is None else f"h{s.block_hash[b]}" for b in range(n)],
             "cached_block_hash_to_block": {
-                f"h{h}": [b for b in range(n) if s.block_hash[b] is not None and str(s.block_hash[b]) == f"h{h}"]
-                for h in range(self.params["hashes"])
+                f"h{h}": [b for b in range(n) if s.block_hash[b] == h] for h in range(self.params["hashes"])
             },
             "null_block": (0, True, True),
         }

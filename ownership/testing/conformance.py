@@ -12,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, rule_name
 from ownership.errors import Code, OwnershipError
 from ownership.lang.elements import plain
+from ownership.testing.boundary import BoundaryView
 from ownership.lang.evaluator import Evaluator
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance
@@ -208,7 +209,7 @@ class ConformanceMachine(RuleBasedStateMachine):
     def _compare(self, after: str) -> None:
         view = self._eval.at(self.state)
         # The implementation names pages and requests by number: compare the spec's elements as indices.
-        expected = plain(self.adapter.expected(view))
+        expected = plain(self.adapter.expected(BoundaryView(view)))
         observed = self.adapter.observe()
         d = _diff(observed, expected, self._adapter_cls.__name__)
         if d is not None:
