@@ -12,11 +12,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, rule_name
 from ownership.errors import Code, OwnershipError
 from ownership.lang.elements import plain
-from ownership.testing.boundary import BoundaryView
 from ownership.lang.evaluator import Evaluator
 from ownership.lang.instance import Instance, State
 from ownership.lang.successors import ActionInstance
 from ownership.testing.adapter import Adapter, Rejected, source_of
+from ownership.testing.boundary import BoundaryView
 
 
 class FlaggedStep(InvariantViolation):
