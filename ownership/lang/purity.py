@@ -15,6 +15,8 @@ static look cannot (OWN066).
 
 from __future__ import annotations
 
+import array
+import collections
 import dis
 import sys
 import sysconfig
@@ -29,7 +31,7 @@ from ownership.library import is_checker_code
 IMPURE_MODULES = frozenset({"random", "time", "secrets", "uuid", "datetime"})
 """Modules whose functions answer differently from call to call (or from run to run)."""
 
-MUTABLE_TYPES = (list, dict, set, bytearray)
+MUTABLE_TYPES = (list, dict, set, bytearray, array.array, collections.deque)
 """Module-level objects of these types may change between runs of an action."""
 
 
@@ -62,6 +64,8 @@ def _impure_global(value: Any, attrs: set[str]) -> str | None:
             return f"uses the module {value.__name__}, whose answers change from call to call"
         if root == "os" and "urandom" in attrs:
             return "uses os.urandom, which answers differently every call"
+        if root == "sys" and "modules" in attrs:
+            return "reaches modules through sys.modules, where module-level data can change between calls"
         return None
     if hasattr(value, "cache_info"):
         return "calls a function cached with functools.lru_cache/cache, whose answer can come from another state"
@@ -70,6 +74,9 @@ def _impure_global(value: Any, attrs: set[str]) -> str | None:
         return f"calls {module}.{getattr(value, '__name__', '?')}, whose answers change from call to call"
     if getattr(value, "__name__", None) == "urandom" and callable(value):
         return "uses os.urandom, which answers differently every call"
+    if isinstance(value, (types.GeneratorType, collections.abc.Iterator)):
+        return (f"reads a module-level {type(value).__name__}, whose next answer changes with every call: keep "
+                "changing data in state variables")
     if isinstance(value, MUTABLE_TYPES):
         return (f"reads a module-level {type(value).__name__}, which any call may change: keep changing data in "
                 "state variables, and constants in tuples or frozensets")
@@ -153,25 +160,48 @@ def check_function(fn: Callable[..., Any], what: str, seen: set[int] | None = No
         f" (in {Path(code.co_filename).name}, {getattr(fn, '__qualname__', '?')}, which it calls)")
     names: set[str] = set()
     stores: set[str] = set()
+    attr_stores: list[tuple[str, str, int]] = []
+    """Attributes assigned on a module-level object (``helper.count = ...``, ``spec.seen = ...``)."""
     local_imports: dict[str, Any] = {}
     attrs_of: dict[str, set[str]] = {}
     """Per name loaded (a module, say), the attributes read right after it: ``helper.once``."""
     for c in _codes(code):
         names.update(c.co_names)
         loaded: str | None = None
+        loaded_global: str | None = None
         for ins in dis.get_instructions(c):
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
                 stores.add(str(ins.argval))
+            elif ins.opname in ("STORE_ATTR", "DELETE_ATTR") and loaded_global is not None:
+                line = ins.positions.lineno if ins.positions is not None else None
+                attr_stores.append((loaded_global, str(ins.argval), line or c.co_firstlineno))
             elif ins.opname == "IMPORT_NAME" and str(ins.argval) in sys.modules:
                 local_imports[str(ins.argval)] = sys.modules[str(ins.argval)]  # ``import helper`` inside a function
             if loaded is not None and ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"):
                 attrs_of.setdefault(loaded, set()).add(str(ins.argval))
             loaded = str(ins.argval) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF",
                                                        "IMPORT_NAME") else None
+            loaded_global = str(ins.argval) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
     for name in sorted(stores):
         raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} assigns the module global {name}: state an action "
                              "changes must be a state variable (spec.var)", code.co_filename, _line_of(code, name))
-    trusted = is_checker_code(code.co_filename)  # the vocabulary's own invariants unwrap elements by design
+    # The vocabulary's own code is trusted: it unwraps elements and reads its own declarations by design.
+    trusted = is_checker_code(code.co_filename)
+    for obj, attr, line in ([] if trusted else attr_stores):
+        raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} assigns the attribute {attr} of the module-level "
+                             f"{obj}: state an action changes must be a state variable (spec.var)",
+                             code.co_filename, line)
+    for name in ("globals", "setattr", "delattr", "vars"):
+        if not trusted and name in names and name not in env:
+            raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} calls {name}(), which reaches module-level data "
+                                 "that can change between calls: keep changing data in state variables",
+                                 code.co_filename, _line_of(code, name))
+    for default in (*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()):
+        if not trusted and isinstance(default, MUTABLE_TYPES):
+            raise OwnershipError(Code.SPEC_IMPURE, f"{what}{where} has a mutable default argument (a "
+                                 f"{type(default).__name__}), which keeps what one call leaves in it for the next: "
+                                 "use None and build it inside, or keep it in a state variable",
+                                 code.co_filename, code.co_firstlineno)
     for name in sorted(names):
         if not trusted and (name.startswith("_Element__") or (name in env and _unwraps_elements(env[name]))):
             # The checker's own way to an element's index or name: spec code that takes it can order

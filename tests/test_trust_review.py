@@ -1,4 +1,4 @@
-"""The terminal predicate judges a state like an invariant: it cannot flag, emit or read a step's events."""
+"""Wrong verdicts found by review after the round's classes were closed: the terminal predicate, the checker's ix, history kept where the audit does not look."""
 
 from __future__ import annotations
 
@@ -38,3 +38,18 @@ def test_spec_code_cannot_unwrap_an_element_with_the_checkers_ix() -> None:
     assert err.value.code is Code.SYMMETRY_BROKEN and "uses ix" in err.value.message
     lines = (TRUST / "sym_static_unwraps_ix.py").read_text().splitlines()
     assert err.value.line == next(i for i, ln in enumerate(lines, start=1) if "s.fast[r] = ix(r)" in ln)
+
+
+@pytest.mark.parametrize("name", ["impure_project_escape_funcattr", "impure_project_escape_globals",
+                                  "impure_project_escape_sysmod", "impure_project_escape_gen",
+                                  "impure_project_escape_arr", "impure_spec_attribute"])
+def test_history_kept_where_the_audit_does_not_look_is_refused_statically(name: str) -> None:
+    import sys
+
+    sys.path.insert(0, str(TRUST))  # the spec imports its project's helper module
+    try:
+        with pytest.raises(OwnershipError) as err:
+            explore(Instance(load_spec(TRUST / f"{name}.py"), {}))
+    finally:
+        sys.path.remove(str(TRUST))
+    assert err.value.code is Code.SPEC_IMPURE
