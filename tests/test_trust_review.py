@@ -53,3 +53,13 @@ def test_history_kept_where_the_audit_does_not_look_is_refused_statically(name: 
     finally:
         sys.path.remove(str(TRUST))
     assert err.value.code is Code.SPEC_IMPURE
+
+
+@pytest.mark.parametrize("name", ["sym_review_three_arrangement", "sym_review_pool_stamp_order"])
+def test_an_order_dependence_only_a_third_renaming_shows_is_refused(name: str) -> None:
+    # Every renaming of a 3-element domain is applied to each expanded state, not only the generators.
+    inst = Instance(load_spec(TRUST / f"{name}.py"), {})
+    assert explore(inst, ExploreOptions(symmetry=False)).verdict.name == "VIOLATED"
+    with pytest.raises(OwnershipError) as err:
+        explore(Instance(load_spec(TRUST / f"{name}.py"), {}))
+    assert err.value.code is Code.SYMMETRY_MISMATCH

@@ -112,7 +112,17 @@ def test_a_symmetric_spec_is_proved_once_and_reduced() -> None:
 def test_explore_says_it_checked_every_expanded_state() -> None:
     result = explore(inst_of(SPECS / "sglang_disagg_v0_5_21.py"), ExploreOptions(max_states=200))
     note = next(n for n in result.notes if "checked on every one of" in n)
-    assert "expanded states" in note and "other members of its orbit are not expanded" in note
+    assert "expanded states" in note and "every renaming of Req, PrefillPage on its own" in note, note
+    assert "renamings of all the domains together are too many to apply" in note
+
+
+def test_a_small_group_is_applied_whole_to_every_expanded_state() -> None:
+    from ownership.engines.symevery import checked_renamings
+
+    inst = inst_of(SPECS / "sglang_single_node.py")
+    parts, words = checked_renamings(inst, ["Req"])
+    assert len(parts) == 5 if inst.sizes["Req"] == 3 else len(parts) == 1
+    assert "every reachable state is one of those renamed" in words
 
 
 def test_generators_are_a_transposition_and_a_cycle() -> None:
