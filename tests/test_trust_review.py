@@ -63,3 +63,11 @@ def test_an_order_dependence_only_a_third_renaming_shows_is_refused(name: str) -
     with pytest.raises(OwnershipError) as err:
         explore(Instance(load_spec(TRUST / f"{name}.py"), {}))
     assert err.value.code is Code.SYMMETRY_MISMATCH
+
+
+def test_the_graph_export_checks_the_symmetry_it_reduces_by() -> None:
+    from ownership.engines.graph import state_graph
+
+    with pytest.raises(OwnershipError) as err:
+        state_graph(Instance(load_spec(TRUST / "sym_global_deep_first.py"), {}))
+    assert err.value.code is Code.SYMMETRY_MISMATCH

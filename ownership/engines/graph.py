@@ -86,6 +86,21 @@ def state_graph(inst: Instance, options: GraphOptions = GraphOptions()) -> nx.Di
     g = nx.DiGraph(spec=inst.spec.name, params=inst.describe_params())
     search = BreadthFirst(inst, symmetry=options.symmetry, limits=Limits(max_states=options.max_states),
                           catch_stops=False)
+    if search.reduced:
+        # A graph up to symmetry is only the spec's graph if the spec is symmetric: the graph goes on
+        # past violations, so every state it expands is checked as a fallback search would (OWN061).
+        from ownership.engines.symevery import EveryState
+        from ownership.engines.symmetry import make_canonicalizer
+
+        plan = search.plan
+        names = list(invariants)
+
+        def values(st: State) -> str | None:
+            held = tuple(inst.holds(st, n) for n in names)
+            return None if all(held) else repr(held)
+
+        search.expand = EveryState(inst, make_canonicalizer(inst, plan, exact=True), (*plan.permuted, *plan.sorted),
+                                   names, values, search.expand, proof_after=None, expands_violations=True)
     recorder = _Recorder(inst, g, invariants)
     outcome = search.run(recorder)
     if outcome.stop.reason is StopReason.STATE_LIMIT:
