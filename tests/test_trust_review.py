@@ -71,3 +71,9 @@ def test_the_graph_export_checks_the_symmetry_it_reduces_by() -> None:
     with pytest.raises(OwnershipError) as err:
         state_graph(Instance(load_spec(TRUST / "sym_global_deep_first.py"), {}))
     assert err.value.code is Code.SYMMETRY_MISMATCH
+
+
+def test_an_elements_state_is_not_handed_to_spec_code() -> None:
+    with pytest.raises(OwnershipError) as err:
+        explore(Instance(load_spec(TRUST / "sym_static_getstate.py"), {}))
+    assert err.value.code is Code.SYMMETRY_BROKEN and "takes the state of" in err.value.message

@@ -196,6 +196,10 @@ class Element:
     def __reduce__(self) -> NoReturn:
         raise symmetry_error(self._Element__domain, f"pickles {self._Element__name}")
 
+    def __getstate__(self) -> NoReturn:
+        # object.__getstate__ would hand out the slots: the index and the name.
+        raise symmetry_error(self._Element__domain, f"takes the state of {self._Element__name}")
+
     # -- what it does not ---------------------------------------------------------
     def _refuse(self, what: str) -> NoReturn:
         raise symmetry_error(self._Element__domain, f"{what} {self._Element__name}")
