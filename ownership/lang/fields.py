@@ -281,8 +281,8 @@ class FieldN:
         return list(zip(itertools.product(*self.keys), self.values(), strict=True))
 
 
-class FieldNRef(FieldN):
-    """A :class:`FieldN` whose cells name elements of a symmetric domain."""
+class _FieldNElements(FieldN):
+    """A :class:`FieldN` whose cells stand for elements of a symmetric domain (``elems``, by index)."""
 
     __slots__ = ("elems",)
 
@@ -291,6 +291,12 @@ class FieldNRef(FieldN):
                  keys: Sequence[Sequence[Any]] | None = None) -> None:
         super().__init__(cur, off, shape, reads, doms, var, put, writes, keys)
         self.elems = elems
+
+
+class FieldNRef(_FieldNElements):
+    """A :class:`FieldN` whose cells name elements of a symmetric domain."""
+
+    __slots__ = ()
 
     def __getitem__(self, key: tuple[Any, ...]) -> Any:
         pos = self._pos(key)
@@ -302,16 +308,10 @@ class FieldNRef(FieldN):
         return value if value is None else self.elems[value]
 
 
-class FieldNSet(FieldN):
+class FieldNSet(_FieldNElements):
     """A :class:`FieldN` of ``SetOf(D)`` for a symmetric D (see :class:`Field1Set`)."""
 
-    __slots__ = ("elems",)
-
-    def __init__(self, cur: list[Any], off: int, shape: tuple[int, ...], reads: list[int], doms: tuple[str, ...],
-                 var: str, put: Callable[[Any], Any], elems: Sequence[Element], writes: list[int] | None = None,
-                 keys: Sequence[Sequence[Any]] | None = None) -> None:
-        super().__init__(cur, off, shape, reads, doms, var, put, writes, keys)
-        self.elems = elems
+    __slots__ = ()
 
     def __getitem__(self, key: tuple[Any, ...]) -> Any:
         pos = self._pos(key)

@@ -346,13 +346,7 @@ class SymView(CellView):
 
 def _over_parameters_only(term: z3.ExprRef) -> bool:
     """Whether ``term`` reads no state cell and no choice: only free parameters (``param!NAME``)."""
-    todo, seen, names = [term], set(), set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            names.add(t.decl().name())
-        todo.extend(t.children())
+    from ownership.symbolic.unroll import free_constants  # the unrolling imports this module
+
+    names = {c.decl().name() for c in free_constants([term])}
     return bool(names) and all(n.startswith("param!") for n in names)
