@@ -160,11 +160,12 @@ def test_pytest_plugin_records_the_coverage_kind(pytester: pytest.Pytester, monk
         "-p", "ownership.testing.pytest_plugin", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
         "--ownership", "--ownership-engine", "hypothesis", f"--junitxml={xml}", "specs",
     )
-    # A sampled pass is not the PROVED that expect=safe() asks for: skipped with its coverage, never passed.
+    # The random engine searches a space this small exhaustively first: an exact PROVED, recorded as such
+    # (a sampled pass would be skipped with its coverage, never passed).
     outcomes = result.parseoutcomes()
-    assert outcomes.get("skipped", 0) > 0 and "passed" not in outcomes and "failed" not in outcomes
+    assert outcomes.get("passed", 0) > 0 and "skipped" not in outcomes and "failed" not in outcomes
     props = [p.get("value") for p in ET.parse(xml).getroot().iter("property") if p.get("name") == "coverage_kind"]
-    assert props and set(props) == {"sampled"}
+    assert props and set(props) == {"exhaustive"}
 
 
 # -- Hypothesis' reproduction ---------------------------------------------------------------

@@ -60,8 +60,8 @@ sums of up to 2**7 of them stay inside :data:`PROOF_WIDTH` bits."""
 DEFAULT_SECONDS = 10.0
 """Wall-clock cap of the lemma mining a proof starts with (a timeout there only weakens the proof)."""
 
-RESOURCE_BUDGET = 1_500_000_000
-"""Z3 resource units (``rlimit``) every query of one proof shares, about 10 s on a 2020s core.  A
+RESOURCE_BUDGET = 400_000_000
+"""Z3 resource units (``rlimit``) every query of one proof shares, about 3 s on a 2020s core (the library's proofs that hold use 56-203 million).  A
 budget in solver steps, not seconds, so whether a proof holds does not depend on the machine's load."""
 
 
