@@ -305,12 +305,18 @@ def precheck(inst: Instance, reduce: bool, free: Sequence[str] = ()) -> tuple[st
     check_symmetry(inst, doms)
     if not doms:
         return None, False
+    from ownership.engines.symevery import check_reachable
+
+    if not free:
+        # Without free parameters a concrete check of every reachable state establishes what the engines
+        # need for this instance, and for the library's sizes it costs far less than the Z3 proof.
+        first = check_reachable(inst, doms)
+        if first is not None:
+            return first, True
     proof = prove_symmetry(inst, doms, free=free)
     if proof.proved:
         return proof.describe(), True
-    from ownership.engines.symevery import check_reachable
-
-    checked = check_reachable(inst, doms)
+    checked = check_reachable(inst, doms) if free else None
     if checked is not None:
         others = (f" (other values of the free parameter{'s' if len(free) > 1 else ''} {', '.join(free)} are not "
                   "covered by this check)") if free else ""
