@@ -20,6 +20,7 @@ import ownership.engines.bmc  # noqa: F401 - see below
 import ownership.engines.explore  # noqa: F401
 import ownership.symbolic.encoding  # noqa: F401
 from conftest import CORPUS
+from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.lang.loader import load_spec
 from ownership.testing.assertions import assert_safe, assert_violates
 
@@ -159,8 +160,11 @@ def test_bmc_items_use_the_same_expectation(run, specs: Path) -> None:  # type: 
 
 
 @pytest.mark.slow
-def test_a_sampled_engine_skips_safe_specs_and_still_catches_violations(run, specs: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_sampled_engine_skips_safe_specs_and_still_catches_violations(  # type: ignore[no-untyped-def]
+        run, specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random walks cannot confirm safe(): those items are skipped with the coverage, never failed or passed."""
+    # The random phase alone: a space this small the breadth-first phase would answer exactly.
+    monkeypatch.setattr(HypothesisOptions, "exhaustive_states", 0)
     res = run("--ownership", "--ownership-engine", "hypothesis", "-rs", "specs/toy_safe_counter.py",
               "specs/toy_double_free.py")
     n_safe = len(invariants_of("toy_safe_counter"))
@@ -234,8 +238,15 @@ def test_assert_violates() -> None:
 
 
 @pytest.mark.slow
-def test_a_random_engines_failure_reproduces_with_its_seed() -> None:
+def test_a_random_engines_failure_reproduces_with_its_seed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reproduce line is the session's: a sampled failure names the seed it drew, so it reruns exactly."""
+    # Found by the breadth-first phase, the violation is exact: no seed matters, none is named.
+    with pytest.raises(AssertionError) as info:
+        assert_safe(str(CORPUS / "toy_double_free.py"), engine="hypothesis")
+    line = next(x for x in str(info.value).splitlines() if "reproduce:" in x)
+    assert "--engine hypothesis" in line and "--seed" not in line
+    # Found by the random phase, it names the seed drawn.
+    monkeypatch.setattr(HypothesisOptions, "exhaustive_states", 0)
     with pytest.raises(AssertionError) as info:
         assert_safe(str(CORPUS / "toy_double_free.py"), engine="hypothesis")
     line = next(x for x in str(info.value).splitlines() if "reproduce:" in x)
