@@ -127,6 +127,18 @@ def check_count(option: str, value: int | None, minimum: int) -> None:
         raise OwnershipError(Code.BAD_NUMBER, f"{option} must be {what}, got {value}")
 
 
+def parse_workers(option: str, value: str) -> int | None:
+    """``auto`` (``None``: one process, every core past a size) or a number of workers, 1 or more (OWN015)."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        raise OwnershipError(Code.BAD_NUMBER, f"{option} must be auto or a number of workers, got {value!r}") from None
+    check_count(option, count, 1)
+    return count
+
+
 def check_seconds(option: str, value: float | None) -> None:
     """Refuse a duration that is not a finite number of seconds above zero (OWN015)."""
     if value is not None and not (math.isfinite(value) and value > 0):

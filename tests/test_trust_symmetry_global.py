@@ -140,7 +140,7 @@ def test_generators_are_a_transposition_and_a_cycle() -> None:
 
 
 def test_a_large_reduced_search_asks_z3_once_and_stops_checking() -> None:
-    from ownership.engines.explore import _Checker, _invariant_checker
+    from ownership.engines.explore import _Checker, invariant_checker
     from ownership.engines.search import BreadthFirst
     from ownership.engines.symevery import EveryState
     from ownership.engines.symmetry import make_canonicalizer
@@ -150,7 +150,7 @@ def test_a_large_reduced_search_asks_z3_once_and_stops_checking() -> None:
     search = BreadthFirst(inst)
     assert search.reduced
     every = EveryState(inst, make_canonicalizer(inst, search.plan, exact=True), (*search.plan.permuted, *search.plan.sorted), names,
-                       _invariant_checker(inst, names), search.expand, proof_after=3)
+                       invariant_checker(inst, names), search.expand, proof_after=3)
     search.expand = every
     outcome = search.run(_Checker(inst, search, names, False))
     assert every.proof is not None and every.proof.proved and every.states == 3
@@ -159,7 +159,7 @@ def test_a_large_reduced_search_asks_z3_once_and_stops_checking() -> None:
 
 
 def test_an_unproved_search_keeps_checking_and_says_why() -> None:
-    from ownership.engines.explore import _Checker, _invariant_checker
+    from ownership.engines.explore import _Checker, invariant_checker
     from ownership.engines.search import BreadthFirst
     from ownership.engines.symevery import EveryState
     from ownership.engines.symmetry import make_canonicalizer
@@ -168,7 +168,7 @@ def test_an_unproved_search_keeps_checking_and_says_why() -> None:
     inst = inst_of(path)
     names = tuple(inst.spec.invariants)
     search = BreadthFirst(inst)
-    every = EveryState(inst, make_canonicalizer(inst, search.plan, exact=True), ("Req",), names, _invariant_checker(inst, names), search.expand,
+    every = EveryState(inst, make_canonicalizer(inst, search.plan, exact=True), ("Req",), names, invariant_checker(inst, names), search.expand,
                        proof_after=2)
     search.expand = every
     with pytest.raises(OwnershipError) as exc:

@@ -85,15 +85,20 @@ AllowVacuousOpt = Annotated[
 ]
 KernelOpt = Annotated[
     KernelName,
-    typer.Option(metavar="auto|compiled|python", rich_help_panel=SEARCH,
+    typer.Option(metavar="auto|compiled|python", rich_help_panel=SEARCH, show_default=False,
                  help="explore without symmetry reduction: the compiled kernel (same states, faster), the Python "
                       "search, or auto (Python, then compiled past 20,000 states)."),
 ]
+WorkersOpt = Annotated[
+    str,
+    typer.Option(metavar="auto|N", rich_help_panel=SEARCH, show_default=False,
+                 help="explore: worker processes (default auto: every core past 20,000 states)."),
+]
 StorageOpt = Annotated[
     StorageName,
-    typer.Option(metavar="exact|fingerprint", rich_help_panel=SEARCH,
-                 help="Compiled kernel: keep every state, or 64-bit fingerprints (about 12 bytes a state; the "
-                      "verdict states the collision probability)."),
+    typer.Option(metavar="exact|fingerprint", rich_help_panel=SEARCH, show_default=False,
+                 help="Compiled kernel: keep every state (default), or 64-bit fingerprints (about 12 bytes a "
+                      "state; the verdict gives the odds of a collision)."),
 ]
 MaxMemoryOpt = Annotated[
     str | None,

@@ -17,6 +17,17 @@ from ownership.core.memory import format_size
 
 
 @dataclass(frozen=True)
+class WorkerProgress:
+    """One worker of a sharded search: busy with the level or waiting at its barrier, its states expanded
+    per second in this level, the states of the level it owns, its resident memory in bytes."""
+
+    busy: bool
+    rate: float
+    frontier: int
+    memory: int | None = None
+
+
+@dataclass(frozen=True)
 class Progress:
     """How far a run has got: counts so far and seconds since it started.
 
@@ -46,6 +57,8 @@ class Progress:
     level_states: int | None = None
     level_left: int | None = None
     level_seconds_left: float | None = None
+    workers: tuple[WorkerProgress, ...] | None = None
+    """A sharded search's workers, one each."""
 
     def line(self) -> str:
         """The progress line the command line prints (one line)."""
@@ -60,6 +73,11 @@ class Progress:
         if self.memory is not None:
             per = f" ({format_size(self.bytes_per_state)}/state)" if self.bytes_per_state is not None else ""
             parts.append(f"{format_size(self.memory)}{per}")
+        if self.workers:
+            busy = sum(w.busy for w in self.workers)
+            rates = " + ".join(f"{w.rate:,.0f}" for w in self.workers)
+            shards = "/".join(f"{w.frontier:,}" for w in self.workers)
+            parts.append(f"{busy} of {len(self.workers)} workers busy ({rates} states/s; level per shard {shards})")
         parts.append(f"{self.seconds:.0f}s")
         return ", ".join(parts)
 

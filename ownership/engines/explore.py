@@ -52,6 +52,10 @@ class ExploreOptions:
     verdict states the probability of a collision)."""
     max_memory: int | None = None
     """Resident-memory budget in bytes (``None``: none; a check's default is a share of the machine)."""
+    workers: int | None = 1
+    """Worker processes of the search (:mod:`ownership.engines.parallel`): ``1`` is one process; ``None``
+    (``--workers auto``) starts in one and, on the Python path past
+    :data:`~ownership.engines.parallel.AUTO_SWITCH` states, searches again on every core."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExploreOptions:
@@ -63,7 +67,7 @@ class ExploreOptions:
         options = cls(max_depth=settings.max_depth, max_states=settings.max_states, max_seconds=settings.max_seconds,
                       symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants,
                       max_memory=inputs.memory_budget(settings.max_memory), kernel=settings.kernel,
-                      storage=settings.storage)
+                      storage=settings.storage, workers=settings.workers)
         options.validate()
         return options
 
@@ -72,6 +76,10 @@ class ExploreOptions:
         from ownership import inputs
 
         inputs.check_search_limits(self.max_depth, self.max_states, self.max_seconds)
+        if self.workers is not None and self.workers > 1 and (self.kernel == "compiled" or self.storage == "fingerprint"):
+            raise OwnershipError(Code.BAD_OPTION, f"--workers {self.workers} runs the Python search on every worker, "
+                                 "and the compiled kernel runs in one process: drop --kernel compiled and --storage "
+                                 "fingerprint, or use --workers 1")
 
 
 class _Checker(Visitor):
@@ -83,7 +91,7 @@ class _Checker(Visitor):
         self.names = names
         self.checked_names = frozenset(names)
         self.deadlock = deadlock
-        self.first_violation = _invariant_checker(inst, names)
+        self.first_violation = invariant_checker(inst, names)
 
     def on_state(self, node: int, state: State, depth: int) -> Stop | None:
         try:
@@ -109,7 +117,7 @@ class _Checker(Visitor):
         return None
 
 
-def _invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
+def invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
     """``state -> name of the first violated checked invariant, or None``."""
     checked = [inst.spec.invariants[n] for n in names]
     view = inst.view
@@ -143,30 +151,42 @@ def _invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
 
 def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
     """Check every invariant of ``inst`` on every reachable state, breadth-first."""
-    from ownership.engines import compiled
+    from ownership.engines import compiled, parallel
 
     names = tuple(i.name for i in select_invariants(inst, options.invariants))
     limits = Limits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=options.max_seconds,
                     progress_every=options.progress_every, max_memory=options.max_memory)
-    kernel = compiled.choose_kernel(options.kernel, options.symmetry, inst, options.max_states, options.storage)
+    sharded = options.workers is not None and options.workers > 1
+    kernel = "python" if sharded else compiled.choose_kernel(options.kernel, options.symmetry, inst, options.max_states,
+                                                              options.storage)
     switch = kernel == "auto"
     if switch:
         limits = replace(limits, max_states=compiled.AUTO_SWITCH)
+    # --workers auto: one process first; a search on the Python path that outgrows it goes to every core.
+    spread = (options.workers is None and kernel == "python" and parallel.machine_workers() > 1
+              and (options.max_states is None or options.max_states > parallel.AUTO_SWITCH))
+    if spread:
+        limits = replace(limits, max_states=parallel.AUTO_SWITCH)
     search = BreadthFirst(inst, symmetry=options.symmetry, limits=limits, progress=progress)
     plan = search.plan
     notes = [plan.describe() if options.symmetry else "symmetry reduction off"]
+    notes += symbolic_notes(inst.spec)
+    if sharded:
+        return parallel.explore_sharded(inst, options, names, notes, progress)
     every: EveryState | None = None
     if search.reduced:
         # The reduction is sound only if the spec really is symmetric: every state the search
         # expands is checked under generators of each reduced domain (OWN061 on a mismatch).
         # Successors are compared by orbit: the exact key, not the search's (which may miss renamings).
         every = EveryState(inst, make_canonicalizer(inst, plan, exact=True), (*plan.permuted, *plan.sorted), names,
-                           _invariant_checker(inst, names), search.expand)
+                           invariant_checker(inst, names), search.expand)
         search.expand = every
-    notes += symbolic_notes(inst.spec)
     if kernel == "compiled":
         return compiled.explore_compiled(inst, options, names, notes, progress)
     outcome = search.run(_Checker(inst, search, names, options.deadlock))
+    if spread and outcome.stop.reason is StopReason.STATE_LIMIT:
+        return parallel.explore_sharded(inst, replace(options, workers=parallel.machine_workers()), names, notes,
+                                        progress, elapsed=outcome.seconds)
     if every is not None:
         notes.insert(1, every.describe())
     if switch and outcome.stop.reason is StopReason.STATE_LIMIT:
@@ -216,7 +236,7 @@ def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], li
         deadlock = reason is StopReason.DEADLOCK
         trace = build_trace(inst, steps if steps is not None else path_to(stop.node), engine="explore",
                             violation=None if deadlock else bad, deadlock=deadlock)
-    opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel", "storage")}
+    opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel", "storage", "workers")}
     opts["symmetry"] = reduced
     result = CheckResult(
         spec=inst.spec.name,

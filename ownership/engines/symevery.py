@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ownership.engines.symcheck import (
     MAX_OUTCOMES,
@@ -152,14 +152,28 @@ class EveryState:
 
     def describe(self) -> str:
         """The note a result carries: what was checked, honestly."""
-        if self.proof is not None and self.proof.proved:
-            again = (f"; {self.resumed:,} later states with integers beyond its range checked one by one"
-                     if self.resumed else "")
-            return (f"{self.proof.describe()}, after checking the first {self.states - self.resumed:,} "
-                    f"expanded states{again}")
-        tried = f"; {self.proof.describe()}" if self.proof is not None else ""
-        return (f"symmetry of {', '.join(self.domains)} checked on every one of {self.states:,} expanded states "
-                f"({self.coverage}){tried}")
+        return describe_checks([self.summary()])
+
+    def summary(self) -> dict[str, Any]:
+        """What was checked, as picklable data (a worker of a sharded search sends it back)."""
+        return {"domains": self.domains, "coverage": self.coverage, "states": self.states, "resumed": self.resumed,
+                "proof": None if self.proof is None else self.proof.describe(),
+                "proved": bool(self.proof is not None and self.proof.proved)}
+
+
+def describe_checks(summaries: Sequence[dict[str, Any]]) -> str:
+    """The note of one or several checks (:meth:`EveryState.summary`; one per worker of a sharded search)."""
+    first = summaries[0]
+    states = sum(x["states"] for x in summaries)
+    resumed = sum(x["resumed"] for x in summaries)
+    by = f" (by {len(summaries)} workers, each on the states it owns)" if len(summaries) > 1 else ""
+    proved = next((x for x in summaries if x["proved"]), None)
+    if proved is not None:
+        again = f"; {resumed:,} later states with integers beyond its range checked one by one" if resumed else ""
+        return f"{proved['proof']}, after checking the first {states - resumed:,} expanded states{by}{again}"
+    tried = f"; {first['proof']}" if first["proof"] is not None else ""
+    return (f"symmetry of {', '.join(first['domains'])} checked on every one of {states:,} expanded states{by} "
+            f"({first['coverage']}){tried}")
 
 
 FULL_GROUP = 24

@@ -367,7 +367,15 @@ class SearchAudit:
 
     def note(self) -> str:
         """What was audited, for the verdict's notes."""
-        if self.expanded <= EVERY_STATE:
-            return f"determinism audited on every one of {self.expanded:,} expanded states"
-        return (f"determinism audited on the first {EVERY_STATE:,} expanded states and 1 in {SAMPLE_EVERY} after "
-                f"({self.audited:,} of {self.expanded:,})")
+        return audit_note([(self.expanded, self.audited)])
+
+
+def audit_note(counts: Sequence[tuple[int, int]]) -> str:
+    """The note of one audit or several, as ``(expanded, audited)`` (one per worker of a sharded search)."""
+    expanded = sum(e for e, _ in counts)
+    audited = sum(a for _, a in counts)
+    if expanded == audited:
+        return f"determinism audited on every one of {expanded:,} expanded states"
+    each = f" of each of {len(counts)} workers" if len(counts) > 1 else ""
+    return (f"determinism audited on the first {EVERY_STATE:,} expanded states{each} and 1 in {SAMPLE_EVERY} after "
+            f"({audited:,} of {expanded:,})")

@@ -45,6 +45,8 @@ class Settings:
     """The explorer's search: ``auto``, ``compiled`` or ``python`` (:mod:`ownership.engines.compiled`)."""
     storage: str = "exact"
     """The compiled kernel's storage: ``exact`` or ``fingerprint``."""
+    workers: int | None = None
+    """The explorer's worker processes; ``None``: ``auto`` (one, every core past a size on the Python path)."""
     deadlock: bool = False
     invariants: tuple[str, ...] | None = None
     out: Path | None = None
@@ -152,6 +154,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max_memory", "--max-memory", Kind.VALUE, names_folder=False),
     Flag("kernel", "--kernel", Kind.VALUE, names_folder=False),
     Flag("storage", "--storage", Kind.VALUE, names_folder=False),
+    Flag("workers", "--workers", Kind.VALUE, names_folder=False),
     Flag("invariants", "--invariant", Kind.EACH),
     Flag("solver_timeout", "--solver-timeout", Kind.VALUE),
     Flag("free", "--free", Kind.EACH),

@@ -1,0 +1,354 @@
+"""One worker's part of a sharded breadth-first search: the states whose key hashes to it.
+
+A shard owns the states whose canonical key :func:`shard_of` maps to it: it
+keeps their seen-set, their parent links and, level by level, the ones
+waiting to be expanded.  It expands its own states, keeps the successors it
+owns and batches the others for their owners (:meth:`Shard.expand`); after
+the exchange it takes in the batches sent to it (:meth:`Shard.receive`).
+
+Order keys make the parallel search the sequential one.  Every transition
+of a level has the key ``rank << KEY_BITS | j``: the rank of its source
+among the level's states (the sequential search's order) and its position
+among that state's successors.  The sequential search meets a level's
+events in key order, so a new state is the one its smallest key reaches,
+the next level's order is the order of those keys, and the first violation
+is the event with the smallest key; the coordinator
+(:mod:`ownership.engines.parallel.levels`) compares them across shards at
+the level's barrier.  What the sequential search had counted when it
+stopped (states, transitions, actions fired) is recounted from each shard's
+record of the level up to that key (:meth:`Shard.tally`).
+
+A shard is built from picklable data (:class:`ShardConfig`) in its own
+process (or Ray actor): it loads the spec from its file and builds its own
+instance, canonical form, invariant checker, symmetry check and
+determinism audit.
+"""
+
+from __future__ import annotations
+
+import marshal
+import pickle
+import time
+import zlib
+from array import array
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from ownership.core.memory import Meter, peak_resident
+from ownership.core.result import StopReason
+from ownership.engines.coverage import ActionTally
+from ownership.engines.symevery import EveryState
+from ownership.engines.symmetry import make_canonicalizer, plan_symmetry
+from ownership.errors import Code, OwnershipError
+from ownership.lang.audit import SearchAudit
+from ownership.lang.description import InstanceDescription
+from ownership.lang.instance import State
+from ownership.lang.invariants import select_invariants
+
+KEY_BITS = 20
+"""Bits of an order key for the successor's position among its source's successors."""
+CHECK_EVERY = 256
+"""Expansions between readings of the clock and the memory."""
+
+
+def shard_of(key: Any, count: int) -> int:
+    """The shard that owns a state with this canonical key: the same in every process and on every machine.
+
+    ``hash()`` will not do: ``None`` hashes by address, strings by a per-process seed.
+    marshal's version 2 writes no back-references, so equal keys give equal bytes.
+    """
+    return zlib.crc32(marshal.dumps(key, 2)) % count
+
+
+@dataclass(frozen=True)
+class ShardConfig:
+    """What a worker needs to build its shard: picklable, so it travels to a process or a Ray actor."""
+
+    description: InstanceDescription
+    index: int
+    count: int
+    symmetry: bool
+    invariants: tuple[str, ...]
+    """The checked invariants, by name."""
+    deadlock: bool
+    deadline: float | None = None
+    """The wall-clock time (``time.time()``) past which a level stops: the run's limit."""
+    max_memory: int | None = None
+    """This worker's share of the resident-memory budget, in bytes."""
+    progress_every: float = 1.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A reason to stop one shard found in a level: the coordinator keeps the one with the smallest key."""
+
+    key: int
+    reason: StopReason
+    ref: int
+    """The state it is about (a new state, a dead end), or a flagged step's source, as a global reference."""
+    depth: int
+    detail: Any
+    step: tuple[int, tuple[Any, ...]] | None = None
+    """A flagged step: (action instance, picks) from ``ref``."""
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """What a shard's expansion of its part of a level produced."""
+
+    outboxes: tuple[bytes, ...]
+    """Per shard, the pickled successors it owns (empty for this shard's own)."""
+    candidate: Candidate | None
+    stopped: StopReason | None
+    """A limit reached inside the level (time, memory): the level is not complete."""
+    transitions: int
+    expanded: int
+    fired: tuple[int, ...]
+    enabled: tuple[int, ...]
+    memory: int
+
+
+@dataclass(frozen=True)
+class Received:
+    """The new states a shard took in: their order keys, ascending, and the first that violates an invariant."""
+
+    keys: bytes
+    """``array('q')`` of the order keys."""
+    candidate: Candidate | None
+    stored: int
+
+
+class Shard:
+    """The states one worker owns and the work on them (see the module docstring)."""
+
+    def __init__(self, config: ShardConfig, report: Callable[[tuple[Any, ...]], None] | None = None) -> None:
+        self.config = config
+        self.me, self.count = config.index, config.count
+        self.report = report
+        inst = self.inst = config.description.instantiate()
+        plan = plan_symmetry(inst)
+        self.key = make_canonicalizer(inst, plan) if config.symmetry else None
+        self.reduced = bool(config.symmetry and (plan.permuted or plan.sorted))
+        self.names = tuple(i.name for i in select_invariants(inst, config.invariants))
+        self.checked = frozenset(self.names)
+        from ownership.engines.explore import invariant_checker
+
+        self.first_violation = invariant_checker(inst, self.names)
+        audit = self.audit = SearchAudit(inst)
+        inner = inst.expand
+
+        def audited(state: State) -> Any:  # as the sequential search: the symmetry check's expansions are audited too
+            out = inner(state)
+            audit(state, out)
+            return out
+
+        self.every: EveryState | None = None
+        expand: Callable[[State], Any] = audited
+        if self.reduced:
+            self.every = EveryState(inst, make_canonicalizer(inst, plan, exact=True), (*plan.permuted, *plan.sorted),
+                                    self.names, self.first_violation, expand)
+            expand = self.every
+        self.expand_state = expand
+        self.modes = ExitStack()
+        self.modes.enter_context(inst.mode(recording=False, choice_reduction=plan.sorted if config.symmetry else ()))
+        self.act_of = ActionTally(inst).act_of
+        self.n_actions = len(inst.spec.actions)
+        self.seen: dict[Any, int] = {}
+        self.parent = array("q")
+        self.action = array("i")
+        self.picks: dict[int, tuple[Any, ...]] = {}
+        self.next_states: list[tuple[int, State]] = []
+        self.level = 0
+        self.sent_before: set[Any] = set()
+        self.pending: dict[Any, tuple[int, State, int, int, tuple[Any, ...]]] = {}
+        # This level's record, for a count up to a key: per source its rank and where its actions start.
+        self.rec_rank = array("q")
+        self.rec_start = array("q")
+        self.rec_acts = array("i")
+        self.meter = Meter()
+        self.meter.__enter__()
+        self.start_memory = self.meter()
+
+    # -- the level's steps ---------------------------------------------------------------------------
+
+    def begin(self) -> tuple[bool, Candidate | None]:
+        """Store the initial state if this shard owns it; whether it does, and a violation there."""
+        init = self.inst.init_state
+        h = init if self.key is None else self.key(init)
+        if shard_of(h, self.count) != self.me:
+            return False, None
+        self.seen[h] = 0
+        self.parent.append(-1)
+        self.action.append(-1)
+        self.next_states.append((0, init))
+        bad = self._violation(init, True)
+        return True, (None if bad is None else Candidate(-1, StopReason.VIOLATION, self.me, 0, bad))
+
+    def expand(self, ranks: bytes) -> Expanded:
+        """Expand this shard's states of the level (ranked by ``ranks``, ascending) in rank order."""
+        level_ranks = array("q")
+        level_ranks.frombytes(ranks)
+        current, self.next_states = self.next_states, []
+        me, count, key, seen, pending = self.me, self.count, self.key, self.seen, self.pending
+        checked, act_of, expand = self.checked, self.act_of, self.expand_state
+        outboxes: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
+        sent_now: set[Any] = set()
+        sent_before = self.sent_before
+        rec_rank, rec_start, rec_acts = array("q"), array("q"), array("i")
+        self.rec_rank, self.rec_start, self.rec_acts = rec_rank, rec_start, rec_acts
+        depth = self.level + 1
+        candidate: Candidate | None = None
+        stopped: StopReason | None = None
+        transitions = expanded = 0
+        deadline, budget = self.config.deadline, self.config.max_memory
+        last_report = started = time.time()
+        for (lid, st), rank in zip(current, level_ranks, strict=True):
+            succs = expand(st)
+            ref = lid * count + me
+            rec_rank.append(rank)
+            rec_start.append(len(rec_acts))
+            transitions += len(succs)
+            rec_acts.extend([act_of[ai.index] for ai, _ in succs])
+            base = rank << KEY_BITS
+            for j, (ai, sc) in enumerate(succs):
+                if sc.violations and not checked.isdisjoint(sc.violations):
+                    candidate = Candidate(base | j, StopReason.VIOLATION, ref, depth,
+                                          self.inst.step_violated(sc, self.names), (ai.index, sc.picks))
+                    break
+                h = sc.state if key is None else key(sc.state)
+                dest = shard_of(h, count)
+                if dest == me:
+                    if h not in seen and h not in pending:  # sources come in key order: the first is the smallest
+                        pending[h] = (base | j, sc.state, ref, ai.index, sc.picks)
+                elif h not in sent_now and h not in sent_before:
+                    sent_now.add(h)
+                    outboxes[dest].append((h, None if key is None else sc.state, base | j, ref, ai.index, sc.picks))
+            if candidate is not None:
+                break
+            if not succs and self.config.deadlock and not self.inst.is_terminal(st):
+                candidate = Candidate(base, StopReason.DEADLOCK, ref, self.level, "deadlock")
+                break
+            expanded += 1
+            if not expanded % CHECK_EVERY:
+                now = time.time()
+                if deadline is not None and now > deadline:
+                    stopped = StopReason.TIME_LIMIT
+                    break
+                if budget is not None and self.meter() > budget:
+                    stopped = StopReason.MEMORY_LIMIT
+                    break
+                if self.report is not None and now - last_report >= self.config.progress_every:
+                    last_report = now
+                    self.report(("progress", self.me, expanded, len(current), now - started, self.meter()))
+        self.sent_before = sent_now
+        rec_start.append(len(rec_acts))
+        fired, enabled = self._counts(None)
+        blobs = tuple(pickle.dumps(box, pickle.HIGHEST_PROTOCOL) if box else b"" for box in outboxes)
+        return Expanded(blobs, candidate, stopped, transitions, expanded, fired, enabled, self.meter())
+
+    def receive(self, batches: list[bytes]) -> Received:
+        """Take in the successors the other shards sent; store the new ones in key order and check them."""
+        seen, pending = self.seen, self.pending
+        for blob in batches:
+            if not blob:
+                continue
+            for h, st, okey, ref, act, picks in pickle.loads(blob):
+                if h in seen:
+                    continue
+                have = pending.get(h)
+                if have is None or okey < have[0]:
+                    pending[h] = (okey, h if st is None else st, ref, act, picks)
+        found = sorted(pending.items(), key=lambda item: item[1][0])
+        self.pending = {}
+        keys = array("q")
+        candidate: Candidate | None = None
+        parent, action, picks_of, nxt = self.parent, self.action, self.picks, self.next_states
+        for h, (okey, st, ref, act, picks) in found:
+            lid = len(parent)
+            seen[h] = lid
+            parent.append(ref)
+            action.append(act)
+            if picks:
+                picks_of[lid] = picks
+            nxt.append((lid, st))
+            keys.append(okey)
+            if candidate is None:
+                bad = self._violation(st, False)
+                if bad is not None:
+                    candidate = Candidate(okey, StopReason.VIOLATION, lid * self.count + self.me, self.level + 1, bad)
+        self.level += 1
+        return Received(keys.tobytes(), candidate, len(parent))
+
+    def tally(self, upto: int | None) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
+        """This level's transitions, expansions and per-action counts up to the order key ``upto`` (all: ``None``).
+
+        As the sequential search counts when it stops at ``upto``: every
+        successor of a source before it, the source's successors up to it,
+        the sources before it as expanded.
+        """
+        if upto is None:
+            return len(self.rec_acts), len(self.rec_rank), *self._counts(None)
+        rank = upto >> KEY_BITS
+        transitions = expanded = 0
+        starts = self.rec_start
+        for k, r in enumerate(self.rec_rank):
+            if r > rank:
+                break
+            transitions += starts[k + 1] - starts[k]
+            expanded += r < rank
+        fired, enabled = self._counts(upto)
+        return transitions, expanded, fired, enabled
+
+    def _counts(self, upto: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        fired = [0] * self.n_actions
+        enabled = [0] * self.n_actions
+        starts, acts = self.rec_start, self.rec_acts
+        last_rank, last_j = (upto >> KEY_BITS, upto & ((1 << KEY_BITS) - 1)) if upto is not None else (None, 0)
+        for k, r in enumerate(self.rec_rank):
+            if last_rank is not None and r > last_rank:
+                break
+            end = starts[k + 1]
+            if last_rank is not None and r == last_rank:
+                end = min(end, starts[k] + last_j + 1)
+            seen_here: set[int] = set()
+            for a in acts[starts[k]:end]:
+                fired[a] += 1
+                seen_here.add(a)
+            for a in seen_here:
+                enabled[a] += 1
+        return tuple(fired), tuple(enabled)
+
+    # -- after the search ----------------------------------------------------------------------------
+
+    def link(self, lid: int) -> tuple[int, int, tuple[Any, ...]]:
+        """The parent (a global reference, -1 for the initial state), action instance and picks of a stored state."""
+        return self.parent[lid], self.action[lid], self.picks.get(lid, ())
+
+    def finish(self, audit: bool) -> dict[str, Any]:
+        """Run the audit's last comparison (``audit``) and say what was checked, for the verdict's notes."""
+        if audit:
+            self.audit.rerun()
+        every = self.every
+        out: dict[str, Any] = {
+            "audit": (self.audit.expanded, self.audit.audited),
+            "warnings": list(self.inst.warnings.values()),
+            "memory": (self.start_memory, max(peak_resident(), self.meter())),
+        }
+        if every is not None:
+            out["symmetry"] = every.summary()
+        self.modes.close()
+        self.meter.close()
+        return out
+
+    def _violation(self, state: State, initial: bool) -> str | None:
+        try:
+            return self.first_violation(state)
+        except OwnershipError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code; re-run for the located error
+            self.inst.violated(state)
+            if initial:
+                raise OwnershipError(Code.SPEC_RUNTIME, str(exc)) from None
+            raise
