@@ -8,6 +8,7 @@ and a spec error raised inside a worker.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -144,3 +145,46 @@ def test_sigterm_stops_the_workers_too(tmp_path: Path) -> None:
     assert out.startswith("UNKNOWN") and "interrupted" in out
     left = subprocess.run(["pgrep", "-f", "ownership-shard"], capture_output=True, text=True).stdout
     assert not left.strip()
+
+
+@pytest.fixture(scope="module")
+def local_ray():  # type: ignore[no-untyped-def]
+    """A local Ray cluster with this machine's CPUs, joined by every --ray auto run of the module."""
+    ray = pytest.importorskip("ray")
+    from ownership.engines.parallel import machine_workers
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=machine_workers(), include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sglang_disagg_v0_5_19", "sglang_disagg_v0_5_21", "vllm_block_pool",
+                                  "events_flag_back_edge"])
+def test_ray_actors_give_the_one_process_answer(local_ray, name: str) -> None:  # type: ignore[no-untyped-def]
+    one = explore(_inst(name), ExploreOptions(kernel="python"))
+    on_ray = explore(_inst(name), ExploreOptions(workers=2, ray="auto"))
+    assert _answer(on_ray) == _answer(one)
+    assert any("2 Ray actors on the Ray cluster at auto" in n for n in on_ray.notes), on_ray.notes
+    assert local_ray.is_initialized()  # a cluster the run joined is left running
+
+
+@pytest.mark.slow
+def test_a_spec_error_on_a_ray_actor_is_the_located_error(local_ray, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = tmp_path / "edited.py"
+    spec.write_text((SPECS / "vllm_block_pool.py").read_text())
+    inst = Instance(load_spec(spec), None)
+    spec.write_text(spec.read_text() + "\n# edited\n")  # the actors would load another spec: refused
+    with pytest.raises(OwnershipError, match="changed since the instance"):
+        explore(inst, ExploreOptions(workers=2, ray="auto"))
+
+
+def test_a_spec_file_edited_since_it_was_loaded_is_refused_by_the_workers(tmp_path: Path) -> None:
+    # The workers would search the edited spec while this process replays traces through the one it loaded.
+    spec = tmp_path / "edited.py"
+    spec.write_text((SPECS / "vllm_block_pool.py").read_text())
+    inst = Instance(load_spec(spec), None)
+    spec.write_text(spec.read_text() + "\n# edited\n")
+    with pytest.raises(OwnershipError, match="changed since the instance"):
+        explore(inst, ExploreOptions(workers=2))

@@ -35,6 +35,7 @@ from ownership.cli.common import (
     MaxDomainOpt,
     MaxMemoryOpt,
     ParamOpt,
+    RayOpt,
     SarifOpt,
     StorageOpt,
     WorkersOpt,
@@ -183,6 +184,7 @@ def check(
     kernel: KernelOpt = DEFAULT_KERNEL,
     storage: StorageOpt = DEFAULT_STORAGE,
     workers: WorkersOpt = "auto",
+    ray: RayOpt = None,
     solver_timeout: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="bmc, prove: limit per solver call.")] = None,
     seed: Annotated[int | None, typer.Option(
@@ -226,6 +228,7 @@ def check(
         engine=engine.value, params=parse_params(param, free), max_depth=max_depth, max_states=max_states,
         max_seconds=max_seconds, max_memory=max_memory, symmetry=symmetry, deadlock=deadlock,
         kernel=kernel.value, storage=storage.value, workers=inputs.parse_workers("--workers", workers),
+        ray=ray,
         invariants=tuple(invariant) if invariant else None, out=out, formats=formats, render=render, progress=progress, solver_timeout=solver_timeout,
         free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
         seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,

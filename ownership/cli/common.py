@@ -86,19 +86,24 @@ AllowVacuousOpt = Annotated[
 KernelOpt = Annotated[
     KernelName,
     typer.Option(metavar="auto|compiled|python", rich_help_panel=SEARCH, show_default=False,
-                 help="explore without symmetry reduction: the compiled kernel (same states, faster), the Python "
-                      "search, or auto (Python, then compiled past 20,000 states)."),
+                 help="explore: compiled (no symmetry; same states, faster), python, or auto (default: compiled "
+                      "past 20,000 states)."),
 ]
 WorkersOpt = Annotated[
     str,
     typer.Option(metavar="auto|N", rich_help_panel=SEARCH, show_default=False,
                  help="explore: worker processes (default auto: every core past 20,000 states)."),
 ]
+RayOpt = Annotated[
+    str | None,
+    typer.Option(metavar="auto|ADDRESS", rich_help_panel=SEARCH,
+                 help="explore: the workers as Ray actors (the ray extra)."),
+]
 StorageOpt = Annotated[
     StorageName,
     typer.Option(metavar="exact|fingerprint", rich_help_panel=SEARCH, show_default=False,
-                 help="Compiled kernel: keep every state (default), or 64-bit fingerprints (about 12 bytes a "
-                      "state; the verdict gives the odds of a collision)."),
+                 help="Compiled kernel: every state (default), or 64-bit fingerprints (13 bytes a state; "
+                      "the verdict gives the odds of a collision)."),
 ]
 MaxMemoryOpt = Annotated[
     str | None,

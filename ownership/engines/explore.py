@@ -56,6 +56,9 @@ class ExploreOptions:
     """Worker processes of the search (:mod:`ownership.engines.parallel`): ``1`` is one process; ``None``
     (``--workers auto``) starts in one and, on the Python path past
     :data:`~ownership.engines.parallel.AUTO_SWITCH` states, searches again on every core."""
+    ray: str | None = None
+    """Run the workers as Ray actors on this cluster (``auto``: the one this machine is in, or a local one);
+    ``None``: processes on this machine."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExploreOptions:
@@ -67,7 +70,7 @@ class ExploreOptions:
         options = cls(max_depth=settings.max_depth, max_states=settings.max_states, max_seconds=settings.max_seconds,
                       symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants,
                       max_memory=inputs.memory_budget(settings.max_memory), kernel=settings.kernel,
-                      storage=settings.storage, workers=settings.workers)
+                      storage=settings.storage, workers=settings.workers, ray=settings.ray)
         options.validate()
         return options
 
@@ -76,10 +79,16 @@ class ExploreOptions:
         from ownership import inputs
 
         inputs.check_search_limits(self.max_depth, self.max_states, self.max_seconds)
-        if self.workers is not None and self.workers > 1 and (self.kernel == "compiled" or self.storage == "fingerprint"):
-            raise OwnershipError(Code.BAD_OPTION, f"--workers {self.workers} runs the Python search on every worker, "
-                                 "and the compiled kernel runs in one process: drop --kernel compiled and --storage "
-                                 "fingerprint, or use --workers 1")
+        if self.sharded and (self.kernel == "compiled" or self.storage == "fingerprint"):
+            asked = f"--ray {self.ray}" if self.ray is not None else f"--workers {self.workers}"
+            raise OwnershipError(Code.BAD_OPTION, f"{asked} runs the Python search on every worker, and the compiled "
+                                 "kernel runs in one process: drop --kernel compiled and --storage fingerprint, or use "
+                                 "--workers 1")
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the search runs on several workers (or on Ray) from the start."""
+        return self.ray is not None or (self.workers is not None and self.workers > 1)
 
 
 class _Checker(Visitor):
@@ -156,7 +165,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     names = tuple(i.name for i in select_invariants(inst, options.invariants))
     limits = Limits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=options.max_seconds,
                     progress_every=options.progress_every, max_memory=options.max_memory)
-    sharded = options.workers is not None and options.workers > 1
+    sharded = options.sharded
     kernel = "python" if sharded else compiled.choose_kernel(options.kernel, options.symmetry, inst, options.max_states,
                                                               options.storage)
     switch = kernel == "auto"
@@ -236,7 +245,7 @@ def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], li
         deadlock = reason is StopReason.DEADLOCK
         trace = build_trace(inst, steps if steps is not None else path_to(stop.node), engine="explore",
                             violation=None if deadlock else bad, deadlock=deadlock)
-    opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel", "storage", "workers")}
+    opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel", "storage", "workers", "ray")}
     opts["symmetry"] = reduced
     result = CheckResult(
         spec=inst.spec.name,

@@ -111,6 +111,8 @@ def describe(inst: Instance) -> InstanceDescription:
     OWN106 for a spec that was not loaded from a file in this process (one
     built inline by a test, say): no other process could rebuild it.
     """
+    from ownership.lang.loader import SOURCE_DIGEST
+
     spec = inst.spec
     module = _module_of(spec)
     file = _file_of(spec, module)
@@ -133,7 +135,8 @@ def describe(inst: Instance) -> InstanceDescription:
         params=tuple((name, int(value)) for name, value in inst.param_values.items()),
         attribute=attribute,
         library_name=_library_name(file),
-        digest=_digest(file),
+        # What this process ran, not what the file holds now: an edit since is refused where it is rebuilt.
+        digest=getattr(module, SOURCE_DIGEST, None) or _digest(file),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -71,6 +72,10 @@ def _module_name(p: Path) -> str:
     return f"{reach.SPEC_MODULE_PREFIX}{p.stem}_{abs(hash(str(p.resolve()))):x}"
 
 
+SOURCE_DIGEST = "__ownership_source_sha256__"
+"""The module attribute holding the SHA-256 of the source a spec module was executed from."""
+
+
 def _exec_spec_module(p: Path, source: str) -> ModuleType:
     """Execute the spec file ``p`` as a fresh module, with its folder's sibling specs importable."""
     module_name = _module_name(p)
@@ -78,6 +83,8 @@ def _exec_spec_module(p: Path, source: str) -> ModuleType:
     if spec_obj is None or spec_obj.loader is None:  # pragma: no cover - only for odd paths
         raise OwnershipError(Code.SPEC_IMPORT, "cannot import", str(p))
     module = importlib.util.module_from_spec(spec_obj)
+    # The digest of what ran: another process rebuilding an instance refuses a file edited since (OWN106).
+    module.__dict__[SOURCE_DIGEST] = hashlib.sha256(source.encode("utf-8")).hexdigest()
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
     # A fixed spec imports the shipped one it patches (``import sglang_disagg_v0_5_19``).
     # The finder resolves that import to the module this process already loaded

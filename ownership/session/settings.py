@@ -47,6 +47,8 @@ class Settings:
     """The compiled kernel's storage: ``exact`` or ``fingerprint``."""
     workers: int | None = None
     """The explorer's worker processes; ``None``: ``auto`` (one, every core past a size on the Python path)."""
+    ray: str | None = None
+    """The explorer's workers as Ray actors on this cluster (``auto`` or an address); ``None``: local processes."""
     deadlock: bool = False
     invariants: tuple[str, ...] | None = None
     out: Path | None = None
@@ -155,6 +157,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("kernel", "--kernel", Kind.VALUE, names_folder=False),
     Flag("storage", "--storage", Kind.VALUE, names_folder=False),
     Flag("workers", "--workers", Kind.VALUE, names_folder=False),
+    Flag("ray", "--ray", Kind.VALUE, names_folder=False),
     Flag("invariants", "--invariant", Kind.EACH),
     Flag("solver_timeout", "--solver-timeout", Kind.VALUE),
     Flag("free", "--free", Kind.EACH),

@@ -41,17 +41,32 @@ def machine_workers() -> int:
 
 def explore_sharded(inst: Instance, options: ExploreOptions, names: tuple[str, ...], notes: list[str],
                     progress: ProgressFn | None, elapsed: float = 0.0) -> CheckResult:
-    """The explorer's result for a search sharded over ``options.workers`` worker processes."""
+    """The explorer's result for a search sharded over ``options.workers`` worker processes or Ray actors."""
+    from ownership.lang.description import describe
+
+    description = describe(inst)
+    session = None
+    if options.ray is not None:
+        from ownership.engines.parallel.raypool import RaySession
+
+        session = RaySession(options.ray)
+    try:
+        count = options.workers or (session.cpus if session is not None else machine_workers())
+        return _sharded(inst, options, names, notes, progress, elapsed, description, count, session)
+    finally:
+        if session is not None:
+            session.close()
+
+
+def _sharded(inst: Instance, options: ExploreOptions, names: tuple[str, ...], notes: list[str],
+             progress: ProgressFn | None, elapsed: float, description: Any, count: int, session: Any) -> CheckResult:
     from ownership.engines.explore import _result
     from ownership.engines.parallel.levels import LevelLimits, LevelSearch
     from ownership.engines.parallel.shard import ShardConfig
     from ownership.engines.parallel.transport import LocalWorkers
     from ownership.engines.symevery import describe_checks
     from ownership.lang.audit import audit_note
-    from ownership.lang.description import describe
 
-    count = options.workers or machine_workers()
-    description = describe(inst)
     max_seconds = None if options.max_seconds is None else max(0.0, options.max_seconds - elapsed)
     deadline = None if max_seconds is None else time.time() + max_seconds
     share = None if options.max_memory is None else options.max_memory // (count + 1)
@@ -60,10 +75,14 @@ def explore_sharded(inst: Instance, options: ExploreOptions, names: tuple[str, .
     limits = LevelLimits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=max_seconds,
                          max_memory=options.max_memory, progress_every=options.progress_every)
 
-    def local(cfgs: list[ShardConfig], on_progress: Any, idle: Any) -> LocalWorkers:
+    def pool(cfgs: list[ShardConfig], on_progress: Any, idle: Any) -> Any:
+        if session is not None:
+            from ownership.engines.parallel.raypool import RayWorkers
+
+            return RayWorkers(session, cfgs, idle, options.progress_every)
         return LocalWorkers(cfgs, on_progress, idle, options.progress_every)
 
-    run = LevelSearch(local, configs, len(inst.spec.actions), limits, progress).run()
+    run = LevelSearch(pool, configs, len(inst.spec.actions), limits, progress).run()
     tally = ActionTally(inst)
     tally.fired, tally.enabled = run.fired, run.enabled
     plan = plan_symmetry(inst)
@@ -75,8 +94,10 @@ def explore_sharded(inst: Instance, options: ExploreOptions, names: tuple[str, .
     for f in run.finished:
         for warning in f["warnings"]:
             inst.add_warning(warning)
-    notes.append(f"searched by {count} worker processes, each holding the states whose key hashes to it; the counts "
-                 "and the counterexample are those of one process")
+    notes.append(f"searched by {run.where or f'{count} workers'}, each holding the states whose key hashes to it; "
+                 "the counts and the counterexample are those of one process")
+    if session is not None:
+        notes.append(f"Ray start-up took {run.startup:.1f}s, not counted in the search's time")
     if elapsed:
         notes.append(f"one process passed {AUTO_SWITCH:,} states in {elapsed:.1f}s and the workers searched again "
                      "from the start")

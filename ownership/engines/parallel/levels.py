@@ -53,6 +53,10 @@ class ShardedRun:
     steps: list[tuple[int, tuple[Any, ...]]] | None
     finished: list[dict[str, Any]] = field(default_factory=list)
     """Each shard's :meth:`~ownership.engines.parallel.shard.Shard.finish` (empty if the run was cut short)."""
+    where: str = ""
+    """Where the shards ran (the pool's description)."""
+    startup: float = 0.0
+    """Seconds spent starting the workers (a Ray cluster's start-up), not counted in the outcome's time."""
 
 
 def _ranks(keys: list[bytes]) -> tuple[list[bytes], np.ndarray[Any, Any]]:
@@ -91,6 +95,8 @@ class LevelSearch:
         self.memory = [0] * self.count
         self.exchanging = False
         self.last_report = 0.0
+        self.where = ""
+        self.startup = 0.0
 
     def run(self) -> ShardedRun:
         """Search until the states run out, a limit is reached or a violation is found."""
@@ -100,6 +106,7 @@ class LevelSearch:
             start_memory = meter()
             try:
                 workers = self.make_workers(self.configs, self._on_progress, self._idle)
+                self.where, self.startup = workers.description, getattr(workers, "startup", 0.0)
                 run = self._levels(workers)
             except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, the wall-clock limit
                 run = self._cut(Stop(stop_reason_of(exc), depth=self.level + 1))
@@ -110,9 +117,10 @@ class LevelSearch:
         peak = sum(f["memory"][1] for f in run.finished) + coordinator if run.finished else None
         start = sum(f["memory"][0] for f in run.finished) + start_memory if run.finished else None
         o = run.outcome
-        run.outcome = Outcome(o.stop, o.level, o.states, o.transitions, o.expanded, time.perf_counter() - self.started,
-                              o.complete, peak_memory=peak, start_memory=start,
-                              storage=f"exact (dict of states), sharded over {self.count} workers")
+        run.outcome = Outcome(o.stop, o.level, o.states, o.transitions, o.expanded,
+                              time.perf_counter() - self.started - self.startup, o.complete, peak_memory=peak,
+                              start_memory=start, storage=f"exact (dict of states), sharded over {self.count} workers")
+        run.where, run.startup = self.where, self.startup
         return run
 
     def _cut(self, stop: Stop) -> ShardedRun:

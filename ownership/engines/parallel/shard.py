@@ -49,6 +49,8 @@ from ownership.lang.invariants import select_invariants
 
 KEY_BITS = 20
 """Bits of an order key for the successor's position among its source's successors."""
+SENT_SLOTS = 1 << 18
+"""Slots of a shard's cache of the keys it sent (a power of two): revisits of those are not sent again."""
 CHECK_EVERY = 256
 """Expansions between readings of the clock and the memory."""
 
@@ -78,6 +80,9 @@ class ShardConfig:
     max_memory: int | None = None
     """This worker's share of the resident-memory budget, in bytes."""
     progress_every: float = 1.0
+    forked: bool = False
+    """Every worker is forked from the coordinator, so ``hash()`` is the same in each (the same string seed, the same
+    address of ``None``): the shard is ``hash(key) % count``, several times cheaper than :func:`shard_of`."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,8 @@ class Shard:
         self.picks: dict[int, tuple[Any, ...]] = {}
         self.next_states: list[tuple[int, State]] = []
         self.level = 0
-        self.sent_before: set[Any] = set()
+        # Keys sent lately, one per slot by hash: a later successor with the same key is known to its owner already.
+        self.sent: list[Any] = [None] * SENT_SLOTS
         self.pending: dict[Any, tuple[int, State, int, int, tuple[Any, ...]]] = {}
         # This level's record, for a count up to a key: per source its rank and where its actions start.
         self.rec_rank = array("q")
@@ -173,11 +179,15 @@ class Shard:
 
     # -- the level's steps ---------------------------------------------------------------------------
 
+    def ready(self) -> bool:
+        """Built (a pool asks once, so a failure to build is raised before the search starts)."""
+        return True
+
     def begin(self) -> tuple[bool, Candidate | None]:
         """Store the initial state if this shard owns it; whether it does, and a violation there."""
         init = self.inst.init_state
         h = init if self.key is None else self.key(init)
-        if shard_of(h, self.count) != self.me:
+        if (hash(h) % self.count if self.config.forked else shard_of(h, self.count)) != self.me:
             return False, None
         self.seen[h] = 0
         self.parent.append(-1)
@@ -194,8 +204,7 @@ class Shard:
         me, count, key, seen, pending = self.me, self.count, self.key, self.seen, self.pending
         checked, act_of, expand = self.checked, self.act_of, self.expand_state
         outboxes: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
-        sent_now: set[Any] = set()
-        sent_before = self.sent_before
+        sent, mask = self.sent, SENT_SLOTS - 1
         rec_rank, rec_start, rec_acts = array("q"), array("q"), array("i")
         self.rec_rank, self.rec_start, self.rec_acts = rec_rank, rec_start, rec_acts
         depth = self.level + 1
@@ -203,6 +212,7 @@ class Shard:
         stopped: StopReason | None = None
         transitions = expanded = 0
         deadline, budget = self.config.deadline, self.config.max_memory
+        forked = self.config.forked
         last_report = started = time.time()
         for (lid, st), rank in zip(current, level_ranks, strict=True):
             succs = expand(st)
@@ -218,12 +228,16 @@ class Shard:
                                           self.inst.step_violated(sc, self.names), (ai.index, sc.picks))
                     break
                 h = sc.state if key is None else key(sc.state)
-                dest = shard_of(h, count)
+                hh = hash(h)
+                dest = hh % count if forked else shard_of(h, count)
                 if dest == me:
                     if h not in seen and h not in pending:  # sources come in key order: the first is the smallest
                         pending[h] = (base | j, sc.state, ref, ai.index, sc.picks)
-                elif h not in sent_now and h not in sent_before:
-                    sent_now.add(h)
+                else:
+                    slot = hh & mask
+                    if sent[slot] == h:
+                        continue
+                    sent[slot] = h
                     outboxes[dest].append((h, None if key is None else sc.state, base | j, ref, ai.index, sc.picks))
             if candidate is not None:
                 break
@@ -242,7 +256,6 @@ class Shard:
                 if self.report is not None and now - last_report >= self.config.progress_every:
                     last_report = now
                     self.report(("progress", self.me, expanded, len(current), now - started, self.meter()))
-        self.sent_before = sent_now
         rec_start.append(len(rec_acts))
         fired, enabled = self._counts(None)
         blobs = tuple(pickle.dumps(box, pickle.HIGHEST_PROTOCOL) if box else b"" for box in outboxes)

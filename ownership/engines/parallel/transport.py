@@ -19,6 +19,7 @@ import multiprocessing
 import signal
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
@@ -98,6 +99,7 @@ class LocalWorkers:
                  idle: Callable[[], None] | None = None, idle_every: float = 1.0) -> None:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         ctx: Any = multiprocessing.get_context(method)
+        configs = [replace(c, forked=method == "fork") for c in configs]
         self.count = len(configs)
         self.description = f"{self.count} worker processes"
         self.on_progress = on_progress
