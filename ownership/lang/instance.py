@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ownership.core.events import Event, make_event
@@ -38,7 +38,7 @@ from ownership.lang.invariants import InvariantChecks, known_invariant, refused_
 from ownership.lang.model import Spec
 from ownership.lang.purity import check_static
 from ownership.lang.statejson import StateCodec
-from ownership.lang.successors import ActionInstance, Successors
+from ownership.lang.successors import ActionInstance, Footprint, Successors
 from ownership.lang.types import Ref, RefSet
 from ownership.lang.writes import value_checker
 
@@ -411,7 +411,7 @@ class Instance(Successors, DeterminismAudit, InvariantChecks, StateCodec):
                 self.action_instances.append(ActionInstance(len(self.action_instances), act, tuple(args), label, call))
         self.invariants = list(spec.invariants.values())
         self.view = View(self)
-        self._footprints: list[tuple[Callable[[State], Any], Any] | None] = [None] * len(self.action_instances)
+        self._footprints: list[Footprint | None] = [None] * len(self.action_instances)
         self.warnings: dict[tuple[Any, ...], SpecWarning] = {}
         """Warnings raised while actions ran (e.g. an impossible allocation), once per place; results carry them."""
         self._expanded = 0

@@ -25,6 +25,27 @@ if TYPE_CHECKING:
     from ownership.core.events import Event
     from ownership.lang.instance import State, View
 
+FOOTPRINT_VALUES = 64
+"""Values of the cells an action read for which it is remembered as disabled (per action instance, while it reads
+the same cells): enough for the states a search meets in turn, whatever order a worker meets them in."""
+
+Footprint = tuple[tuple[int, ...], Callable[["State"], Any], set[Any]]
+"""An action instance that was disabled: the cells it read (in order), a getter of them, the values it was
+disabled at.  A run is a function of the cells it reads, so with those values there it is disabled again."""
+
+
+def remember_disabled(footprints: list[Footprint | None], index: int, reads: list[int], state: State) -> None:
+    """Action instance ``index`` was disabled in ``state`` after reading ``reads``: remember the values there."""
+    cells = tuple(reads)
+    fp = footprints[index]
+    if fp is not None and fp[0] == cells:
+        if len(fp[2]) < FOOTPRINT_VALUES:
+            fp[2].add(fp[1](state))
+        return
+    getter = itemgetter(*cells)
+    footprints[index] = (cells, getter, {getter(state)})
+
+
 AUDIT_FIRST = 32
 """Expansions whose every action :meth:`Instance.expand` runs twice (the determinism audit)..."""
 AUDIT_EVERY = 64
@@ -98,7 +119,7 @@ class Successors:
     if TYPE_CHECKING:
         view: View
         action_instances: list[ActionInstance]
-        _footprints: list[tuple[Callable[[State], Any], Any] | None]
+        _footprints: list[Footprint | None]
         _expanded: int
 
         def _runtime_error(self, what: str, exc: Exception, file: str | None) -> OwnershipError: ...
@@ -141,7 +162,7 @@ class Successors:
         footprints = self._footprints
         for ai in self.action_instances:
             fp = footprints[ai.index]
-            if fp is not None and fp[0](state) == fp[1]:
+            if fp is not None and fp[1](state) in fp[2]:
                 if audit:
                     skipped.append(ai.index)
                 continue
@@ -165,8 +186,7 @@ class Successors:
             except Disabled:
                 if not picks:
                     if reads:
-                        getter = itemgetter(*reads)
-                        footprints[ai.index] = (getter, getter(state))
+                        remember_disabled(footprints, ai.index, reads, state)
                     continue
                 fired = False
             except OwnershipError:
@@ -333,7 +353,7 @@ class Successors:
         every combination of pages.
         """
         fp = self._footprints[ai.index]
-        if fp is not None and fp[0](state) == fp[1]:
+        if fp is not None and fp[1](state) in fp[2]:
             return None
         view = self.view
         pending: list[tuple[int, ...]] = [()]
@@ -356,8 +376,7 @@ class Successors:
                 if not picks and not prefix:
                     reads = view._reads
                     if reads:
-                        getter = itemgetter(*reads)
-                        self._footprints[ai.index] = (getter, getter(state))
+                        remember_disabled(self._footprints, ai.index, reads, state)
                     view._prefix.clear()
                     return None
                 # Alternatives after the last pick first: depth-first, nearest the failure.

@@ -31,9 +31,11 @@ import pickle
 import time
 import zlib
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from ownership.core.memory import Meter, peak_resident
@@ -168,7 +170,8 @@ class Shard:
         self.level = 0
         # Keys sent lately, one per slot by hash: a later successor with the same key is known to its owner already.
         self.sent: list[Any] = [None] * SENT_SLOTS
-        self.pending: dict[Any, tuple[int, State, int, int, tuple[Any, ...]]] = {}
+        # The level's new states, by order key; ``seen`` maps each to ``~index`` here until it is stored.
+        self.pending: list[tuple[int, Any, State, int, int, tuple[Any, ...]]] = []
         # This level's record, for a count up to a key: per source its rank and where its actions start.
         self.rec_rank = array("q")
         self.rec_start = array("q")
@@ -202,6 +205,7 @@ class Shard:
         level_ranks.frombytes(ranks)
         current, self.next_states = self.next_states, []
         me, count, key, seen, pending = self.me, self.count, self.key, self.seen, self.pending
+        add_pending = pending.append
         checked, act_of, expand = self.checked, self.act_of, self.expand_state
         outboxes: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
         sent, mask = self.sent, SENT_SLOTS - 1
@@ -231,8 +235,9 @@ class Shard:
                 hh = hash(h)
                 dest = hh % count if forked else shard_of(h, count)
                 if dest == me:
-                    if h not in seen and h not in pending:  # sources come in key order: the first is the smallest
-                        pending[h] = (base | j, sc.state, ref, ai.index, sc.picks)
+                    if h not in seen:  # sources come in key order: the first is the smallest
+                        seen[h] = ~len(pending)
+                        add_pending((base | j, h, sc.state, ref, ai.index, sc.picks))
                 else:
                     slot = hh & mask
                     if sent[slot] == h:
@@ -268,17 +273,18 @@ class Shard:
             if not blob:
                 continue
             for h, st, okey, ref, act, picks in pickle.loads(blob):
-                if h in seen:
-                    continue
-                have = pending.get(h)
-                if have is None or okey < have[0]:
-                    pending[h] = (okey, h if st is None else st, ref, act, picks)
-        found = sorted(pending.items(), key=lambda item: item[1][0])
-        self.pending = {}
+                at = seen.get(h)
+                if at is None:
+                    seen[h] = ~len(pending)
+                    pending.append((okey, h, h if st is None else st, ref, act, picks))
+                elif at < 0 and okey < pending[~at][0]:  # new at this level: the smallest key reaches it first
+                    pending[~at] = (okey, h, h if st is None else st, ref, act, picks)
+        pending.sort(key=itemgetter(0))
+        found, self.pending = pending, []
         keys = array("q")
         candidate: Candidate | None = None
         parent, action, picks_of, nxt = self.parent, self.action, self.picks, self.next_states
-        for h, (okey, st, ref, act, picks) in found:
+        for okey, h, st, ref, act, picks in found:
             lid = len(parent)
             seen[h] = lid
             parent.append(ref)
@@ -318,6 +324,13 @@ class Shard:
         fired = [0] * self.n_actions
         enabled = [0] * self.n_actions
         starts, acts = self.rec_start, self.rec_acts
+        if upto is None:  # the whole level: the common case, counted in C where it can be
+            for a, n in Counter(acts).items():
+                fired[a] = n
+            for k in range(len(self.rec_rank)):
+                for a in set(acts[starts[k]:starts[k + 1]]):
+                    enabled[a] += 1
+            return tuple(fired), tuple(enabled)
         last_rank, last_j = (upto >> KEY_BITS, upto & ((1 << KEY_BITS) - 1)) if upto is not None else (None, 0)
         for k, r in enumerate(self.rec_rank):
             if last_rank is not None and r > last_rank:
