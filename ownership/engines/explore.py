@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ownership.core.progress import ProgressFn
@@ -25,7 +24,7 @@ from ownership.engines.symmetry import make_canonicalizer
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance, State
 from ownership.lang.invariants import invariant_value, judged, select_invariants
-from ownership.lang.successors import ActionInstance, Successor
+from ownership.lang.successors import ActionInstance, Footprint, Successor, remember_footprint
 from ownership.lang.symbolic_rules import symbolic_obstacles
 
 if TYPE_CHECKING:
@@ -135,13 +134,13 @@ def invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
     # An invariant that held is a function of the cells it read: in a later
     # state with the same values there it holds again (same footprint idea as
     # for guards in Instance.expand).
-    inv_footprints: list[tuple[Any, Any] | None] = [None] * len(checked)
+    inv_footprints: list[Footprint | None] = [None] * len(checked)
 
     def first_violation(st: State) -> str | None:
         cur[:] = st
         for k, inv in enumerate(checked):
             fp = inv_footprints[k]
-            if fp is not None and fp[0](st) == fp[1]:
+            if fp is not None and fp[1](st) in fp[2]:
                 continue
             reads.clear()
             ok = inv.fn(view)
@@ -149,8 +148,7 @@ def invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
                 inst.check_unchanged(st)
                 return inv.name
             if reads:
-                getter = itemgetter(*reads)
-                inv_footprints[k] = (getter, getter(st))
+                remember_footprint(inv_footprints, k, reads, st)
         if tuple(cur) != st:  # an invariant wrote the state (one comparison per new state)
             inst.check_unchanged(st)
         return None

@@ -34,8 +34,9 @@ Footprint = tuple[tuple[int, ...], Callable[["State"], Any], set[Any]]
 disabled at.  A run is a function of the cells it reads, so with those values there it is disabled again."""
 
 
-def remember_disabled(footprints: list[Footprint | None], index: int, reads: list[int], state: State) -> None:
-    """Action instance ``index`` was disabled in ``state`` after reading ``reads``: remember the values there."""
+def remember_footprint(footprints: list[Footprint | None], index: int, reads: list[int], state: State) -> None:
+    """Run ``index`` (an action instance that was disabled, an invariant that held) read ``reads`` in ``state``:
+    remember the values there, so a later state with the same values skips the run."""
     cells = tuple(reads)
     fp = footprints[index]
     if fp is not None and fp[0] == cells:
@@ -186,7 +187,7 @@ class Successors:
             except Disabled:
                 if not picks:
                     if reads:
-                        remember_disabled(footprints, ai.index, reads, state)
+                        remember_footprint(footprints, ai.index, reads, state)
                     continue
                 fired = False
             except OwnershipError:
@@ -376,7 +377,7 @@ class Successors:
                 if not picks and not prefix:
                     reads = view._reads
                     if reads:
-                        remember_disabled(self._footprints, ai.index, reads, state)
+                        remember_footprint(self._footprints, ai.index, reads, state)
                     view._prefix.clear()
                     return None
                 # Alternatives after the last pick first: depth-first, nearest the failure.
