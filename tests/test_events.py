@@ -58,7 +58,7 @@ from ownership.core.events import (
     WritePosted,
     make_event,
 )
-from ownership.core.itf import trace_to_itf
+from ownership.render.itf import trace_to_itf
 from ownership.core.story import story_of
 from ownership.core.trace import Trace, TraceKind
 from ownership.errors import OwnershipError

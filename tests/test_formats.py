@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from conftest import ROOT
 from ownership.core import formats
-from ownership.core.itf import trace_to_itf
+from ownership.render.itf import trace_to_itf
 from ownership.core.schema import MARK_ROLES, TraceSchema
 from ownership.core.trace import TRACE_FORMAT, TRACE_VERSION, Trace, TraceKind
 from ownership.errors import Code, OwnershipError

@@ -188,3 +188,10 @@ def test_a_spec_file_edited_since_it_was_loaded_is_refused_by_the_workers(tmp_pa
     spec.write_text(spec.read_text() + "\n# edited\n")
     with pytest.raises(OwnershipError, match="changed since the instance"):
         explore(inst, ExploreOptions(workers=2))
+
+
+def test_explain_says_its_diagnosis_ran_in_one_process(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["check", str(Path(__file__).parent / "corpus" / "toy_double_free.py"), "--workers",
+                                   "2", "--explain", "--no-render", "--no-progress", "--out", str(tmp_path)])
+    assert res.exit_code == 1, res.output
+    assert "the diagnosis searched its bounded state graph in one process" in res.output

@@ -36,11 +36,13 @@ from ownership.cli.common import (
     MaxMemoryOpt,
     ParamOpt,
     RayOpt,
+    ReportOpt,
     SarifOpt,
     StorageOpt,
     WorkersOpt,
     engine_help,
     parse_params,
+    report_paths,
     spec_folder,
     steps,
     worse,
@@ -177,9 +179,9 @@ def check(
     max_depth: Annotated[int | None, typer.Option(
         metavar="N", rich_help_panel=LIMITS, help="Stop after N steps (BOUNDED_OK).")] = None,
     max_states: Annotated[int | None, typer.Option(
-        metavar="N", rich_help_panel=LIMITS, help="Stop after N distinct states (UNKNOWN, exit 3).")] = None,
+        metavar="N", rich_help_panel=LIMITS, help="Stop after N states (UNKNOWN, exit 3).")] = None,
     max_seconds: Annotated[float | None, typer.Option(
-        metavar="SECONDS", rich_help_panel=LIMITS, help="Wall-clock limit per spec (UNKNOWN, exit 3).")] = None,
+        metavar="SECONDS", rich_help_panel=LIMITS, help="Time limit per spec (UNKNOWN, exit 3).")] = None,
     max_memory: MaxMemoryOpt = None,
     kernel: KernelOpt = DEFAULT_KERNEL,
     storage: StorageOpt = DEFAULT_STORAGE,
@@ -212,6 +214,7 @@ def check(
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
+    report: ReportOpt = None,
     allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
@@ -233,17 +236,18 @@ def check(
         free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
         seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,
     )
-    raise typer.Exit(int(_check_all(specs, settings, "check", junit, sarif, json_out, _print_check, allow_vacuous)))
+    reports = report_paths(report, junit=junit, sarif=sarif, json=json_out)
+    raise typer.Exit(int(_check_all(specs, settings, "check", reports, _print_check, allow_vacuous)))
 
 
-def _check_all(specs: list[Path], settings: Settings, command: Any, junit: Path | None, sarif: Path | None,
-               json_out: Path | None, show: Any, allow_vacuous: bool) -> ExitCode:
+def _check_all(specs: list[Path], settings: Settings, command: Any, reports: dict[str, Path], show: Any,
+               allow_vacuous: bool) -> ExitCode:
     """Check each spec in turn, print it with ``show``, write the CI reports; the worst exit code."""
     from ownership.render.ci.writing import reporting
 
     worst = ExitCode.OK
     runs: list[Any] = []
-    with reporting(runs, command=command, junit=junit, sarif=sarif, json_path=json_out):
+    with reporting(runs, command=command, reports=reports):
         for i, spec_path in enumerate(specs):
             if i:
                 typer.echo("")
@@ -339,6 +343,7 @@ def test_specs(
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
+    report: ReportOpt = None,
 ) -> None:
     """Check every spec against its declared expected verdict; exit 0 only if all match."""
     from ownership.lang.loader import spec_files
@@ -355,7 +360,7 @@ def test_specs(
     if not files:
         raise OwnershipError(Code.BAD_OPTION, "no spec files here", str(directory))
     runs: list[Any] = []
-    with reporting(runs, command="test", junit=junit, sarif=sarif, json_path=json_out):
+    with reporting(runs, command="test", reports=report_paths(report, junit=junit, sarif=sarif, json=json_out)):
         for path in files:
             try:  # a spec that does not load or run is listed with its error; the others still run
                 spec = session.load(path)
@@ -445,6 +450,7 @@ def prove(
     junit: JunitOpt = None,
     sarif: SarifOpt = None,
     json_out: JsonOpt = None,
+    report: ReportOpt = None,
     allow_vacuous: AllowVacuousOpt = False,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
@@ -458,7 +464,8 @@ def prove(
         free=tuple(free or ()), where=tuple(where or ()), max_k=max_k, spacer=spacer, spacer_timeout=spacer_timeout,
         reach_states=reach_states, max_domain=max_domain,
     )
-    raise typer.Exit(int(_check_all(specs, settings, "prove", junit, sarif, json_out, _print_prove, allow_vacuous)))
+    reports = report_paths(report, junit=junit, sarif=sarif, json=json_out)
+    raise typer.Exit(int(_check_all(specs, settings, "prove", reports, _print_prove, allow_vacuous)))
 
 
 def _print_prove(outcome: Outcome, record: list[Any] | None, allow_vacuous: bool) -> None:

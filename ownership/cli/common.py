@@ -68,6 +68,33 @@ SarifOpt = Annotated[
     typer.Option("--sarif", parser=inputs.output_file("--sarif"), metavar="FILE", rich_help_panel=REPORTS,
                  help="Also write a SARIF 2.1.0 log."),
 ]
+ReportOpt = Annotated[
+    list[str] | None,
+    typer.Option("--report", metavar="FMT=FILE", rich_help_panel=REPORTS,
+                 help="Also write FMT (junit, sarif, json) to FILE."),
+]
+
+
+def report_paths(items: list[str] | None, **flags: Path | None) -> dict[str, Path]:
+    """The CI reports asked for, by format name: ``--report FMT=FILE`` items and the per-format flags (``junit=...``).
+
+    An unknown format or a malformed item is OWN013 naming the formats; a path is checked as the flags' are (OWN014).
+    """
+    from ownership.render.ci.writing import REPORT_FORMATS
+
+    out = {name: path for name, path in flags.items() if path is not None}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not text.strip():
+            raise OwnershipError(Code.BAD_OPTION, f"--report {item!r}: write FORMAT=FILE, e.g. --report junit=out.xml")
+        if name not in REPORT_FORMATS:
+            raise OwnershipError(Code.BAD_OPTION, f"--report {item!r}: unknown format {name!r} (formats: "
+                                 f"{', '.join(REPORT_FORMATS)})")
+        out[name] = inputs.output_file(f"--report {name}")(text.strip())
+    return out
+
+
 MaxDomainOpt = Annotated[
     int,
     typer.Option(metavar="N", rich_help_panel=INSTANCE,

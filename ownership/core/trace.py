@@ -4,7 +4,7 @@ A :class:`Trace` is an initial state followed by steps; each step names the
 action, its arguments, the nondeterministic picks it made (which free page
 went to which slot), the events it produced, and the resulting state.  States
 are stored in their named JSON form, so a trace file is readable by people
-and by other tools (see :mod:`ownership.core.itf` for ITF).
+and by other tools (see :mod:`ownership.render.itf` for ITF).
 
 A trace also says what kind of path it is (:class:`TraceKind`): a
 counterexample from the initial state, a deadlock, or a counterexample to

@@ -293,7 +293,12 @@ def explain(spec: Spec, result: CheckResult, settings: Settings) -> tuple[str, .
     if result.violated not in spec.invariants:
         return (f"\n  Explanation: not available for {result.violated} (only invariant violations are diagnosed)",)
     options = DiagnoseOptions(symmetry=settings.symmetry, **({"max_states": settings.max_states} if settings.max_states else {}))
-    return tuple(explain_report(diagnose_result(spec, result, options)))
+    lines = tuple(explain_report(diagnose_result(spec, result, options)))
+    if settings.ray is not None or (settings.workers is not None and settings.workers > 1):
+        # The diagnosis needs every node of the bounded graph, with its edges: it is not sharded.
+        lines += ("  (the diagnosis searched its bounded state graph in one process: --workers and --ray shard "
+                  "the explorer's search only)",)
+    return lines
 
 
 def left(max_seconds: float | None, started: float) -> float | None:
