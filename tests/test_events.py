@@ -58,7 +58,6 @@ from ownership.core.events import (
     WritePosted,
     make_event,
 )
-from ownership.render.itf import trace_to_itf
 from ownership.core.story import story_of
 from ownership.core.trace import Trace, TraceKind
 from ownership.errors import OwnershipError
@@ -66,6 +65,7 @@ from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
 from ownership.render.dot import trace_to_dot
 from ownership.render.html import _steps_table
+from ownership.render.itf import trace_to_itf
 from ownership.render.text import trace_table, violation_sentence
 
 COMMITTED = sorted((ROOT / "counterexamples").glob("*/trace.json"))

@@ -18,12 +18,12 @@ from jsonschema import Draft202012Validator
 
 from conftest import ROOT
 from ownership.core import formats
-from ownership.render.itf import trace_to_itf
 from ownership.core.schema import MARK_ROLES, TraceSchema
 from ownership.core.trace import TRACE_FORMAT, TRACE_VERSION, Trace, TraceKind
 from ownership.errors import Code, OwnershipError
 from ownership.lang.logmap import LOG_KINDS
 from ownership.monitor.log import FIELDS
+from ownership.render.itf import trace_to_itf
 from ownership.validate.eventlog import read_log
 
 SCHEMA_DIR = ROOT / "ownership" / "schemas"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ownership.render.itf import ACTION_TAKEN, NONDET_PICKS, to_itf_value, trace_to_itf, write_itf
 from ownership.core.schema import UNKNOWN_SCHEMA
 from ownership.core.trace import Trace, TraceKind
+from ownership.render.itf import ACTION_TAKEN, NONDET_PICKS, to_itf_value, trace_to_itf, write_itf
 
 
 @pytest.fixture(scope="module")

@@ -192,8 +192,15 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
         return compiled.explore_compiled(inst, options, names, notes, progress)
     outcome = search.run(_Checker(inst, search, names, options.deadlock))
     if spread and outcome.stop.reason is StopReason.STATE_LIMIT:
-        return parallel.explore_sharded(inst, replace(options, workers=parallel.machine_workers()), names, notes,
-                                        progress, elapsed=outcome.seconds)
+        from ownership.engines.parallel.transport import WorkersNotStartedError
+
+        try:
+            return parallel.explore_sharded(inst, replace(options, workers=parallel.machine_workers()), names, notes,
+                                            progress, elapsed=outcome.seconds)
+        except WorkersNotStartedError as exc:  # e.g. under a low address-space limit: one process, as asked of auto
+            result = explore(inst, replace(options, workers=1), progress)
+            return replace(result, notes=(*result.notes, f"the workers could not start ({exc}): searched in one "
+                                          "process"))
     if every is not None:
         notes.insert(1, every.describe())
     if switch and outcome.stop.reason is StopReason.STATE_LIMIT:

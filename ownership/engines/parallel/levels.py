@@ -21,14 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ownership.core.limits import stop_reason_of
 from ownership.core.memory import Meter
 from ownership.core.progress import Progress, ProgressFn, WorkerProgress
 from ownership.core.result import StopReason
 from ownership.engines.parallel.shard import Candidate, Expanded, Received, ShardConfig
-from ownership.engines.parallel.transport import Workers
+from ownership.engines.parallel.transport import WorkerMemoryError, Workers, WorkersNotStartedError
 from ownership.engines.search import Outcome, Stop
 
 
@@ -59,8 +57,10 @@ class ShardedRun:
     """Seconds spent starting the workers (a Ray cluster's start-up), not counted in the outcome's time."""
 
 
-def _ranks(keys: list[bytes]) -> tuple[list[bytes], np.ndarray[Any, Any]]:
+def _ranks(keys: list[bytes]) -> tuple[list[bytes], Any]:
     """Per shard, the global ranks of its new states (the order of their keys over every shard); the merged keys."""
+    import numpy as np
+
     parts = [np.frombuffer(k, dtype=np.int64) for k in keys]
     merged = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     order = np.argsort(merged, kind="stable")
@@ -105,11 +105,17 @@ class LevelSearch:
         with Meter() as meter:
             start_memory = meter()
             try:
+                try:
+                    import numpy  # noqa: F401 - the barrier merges keys with it: fail here, before any worker starts
+                except (ImportError, OSError, MemoryError) as exc:
+                    raise WorkersNotStartedError(f"numpy cannot load: {type(exc).__name__}") from None
                 workers = self.make_workers(self.configs, self._on_progress, self._idle)
                 self.where, self.startup = workers.description, getattr(workers, "startup", 0.0)
                 run = self._levels(workers)
             except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, the wall-clock limit
                 run = self._cut(Stop(stop_reason_of(exc), depth=self.level + 1))
+            except (WorkerMemoryError, MemoryError):  # a worker, or this process, under an address-space limit
+                run = self._cut(Stop(StopReason.MEMORY_LIMIT, depth=self.level + 1))
             finally:
                 if workers is not None:
                     workers.close()
@@ -188,7 +194,7 @@ class LevelSearch:
                 self.fired[a] += e.fired[a]
                 self.enabled[a] += e.enabled[a]
 
-    def _stop(self, workers: Workers, stop: Stop, candidate: Candidate | None, merged: np.ndarray[Any, Any] | None,
+    def _stop(self, workers: Workers, stop: Stop, candidate: Candidate | None, merged: Any,
               key: int | None = None, audit: bool = True) -> ShardedRun:
         """The run's end at ``stop``: counts as the sequential search's at the stop's key, the path, the notes."""
         at = candidate.key if candidate is not None else key
@@ -200,7 +206,7 @@ class LevelSearch:
                 for a in range(self.n_actions):
                     self.fired[a] += fired[a]
                     self.enabled[a] += enabled[a]
-            before = int(np.searchsorted(merged, at))
+            before = int(merged.searchsorted(at))
             if stop.reason is StopReason.STATE_LIMIT:
                 self.states += before
             else:

@@ -33,6 +33,14 @@ class WorkerError(RuntimeError):
     """A worker raised something other than a spec error, or died: the run cannot go on."""
 
 
+class WorkerMemoryError(WorkerError):
+    """A worker ran out of memory (a MemoryError under an address-space limit): the run ends at the memory limit."""
+
+
+class WorkersNotStartedError(RuntimeError):
+    """The workers could not be started here (no memory to fork, a library that cannot load)."""
+
+
 class Workers(Protocol):
     """A pool of shards, one per worker."""
 
@@ -57,6 +65,8 @@ def encode_error(exc: BaseException) -> tuple[Any, ...]:
     """An exception raised in a worker, as data that pickles (an OwnershipError's fields, or its traceback)."""
     if isinstance(exc, OwnershipError):
         return ("own", exc.code.name, exc.message, exc.file, exc.line)
+    if isinstance(exc, MemoryError):
+        return ("memory", "MemoryError", "")
     return ("crash", f"{type(exc).__name__}: {exc}", traceback.format_exc())
 
 
@@ -64,6 +74,8 @@ def raise_error(error: tuple[Any, ...], worker: int) -> None:
     """Raise again what :func:`encode_error` encoded."""
     if error[0] == "own":
         raise OwnershipError(Code[error[1]], error[2], error[3], error[4])
+    if error[0] == "memory":
+        raise WorkerMemoryError(f"worker {worker} ran out of memory")
     raise WorkerError(f"worker {worker} failed: {error[1]}\n{error[2]}")
 
 
@@ -107,17 +119,27 @@ class LocalWorkers:
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         try:
-            for config in configs:
-                mine, theirs = ctx.Pipe()
-                proc = ctx.Process(target=_serve, args=(theirs, config), daemon=True, name=f"ownership-shard-{config.index}")
-                proc.start()
-                theirs.close()
-                self.conns.append(mine)
-                self.procs.append(proc)
+            self._start(ctx, configs)
+        except (OSError, MemoryError) as exc:  # fork or a pipe refused: no memory, too many processes
+            self.close()
+            raise WorkersNotStartedError(f"{type(exc).__name__}: {exc}") from None
+        try:
             self._gather(range(self.count))
+        except WorkerError as exc:
+            self.close()
+            raise WorkersNotStartedError(str(exc).splitlines()[0]) from None
         except BaseException:
             self.close()
             raise
+
+    def _start(self, ctx: Any, configs: Sequence[ShardConfig]) -> None:
+        for config in configs:
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_serve, args=(theirs, config), daemon=True, name=f"ownership-shard-{config.index}")
+            proc.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(proc)
 
     def call_each(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
         for conn, a in zip(self.conns, args, strict=True):
