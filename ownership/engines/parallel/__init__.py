@@ -73,7 +73,7 @@ def _sharded(inst: Instance, options: ExploreOptions, names: tuple[str, ...], no
     configs = [ShardConfig(description, i, count, options.symmetry, names, options.deadlock, deadline=deadline,
                            max_memory=share, progress_every=options.progress_every) for i in range(count)]
     limits = LevelLimits(max_depth=options.max_depth, max_states=options.max_states, max_seconds=max_seconds,
-                         max_memory=options.max_memory, progress_every=options.progress_every)
+                         progress_every=options.progress_every)
 
     def pool(cfgs: list[ShardConfig], on_progress: Any, idle: Any) -> Any:
         if session is not None:

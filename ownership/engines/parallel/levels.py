@@ -37,7 +37,6 @@ class LevelLimits:
     max_depth: int | None = None
     max_states: int | None = None
     max_seconds: float | None = None
-    max_memory: int | None = None
     progress_every: float = 1.0
 
 

@@ -124,7 +124,6 @@ class Received:
     keys: bytes
     """``array('q')`` of the order keys."""
     candidate: Candidate | None
-    stored: int
 
 
 class Shard:
@@ -298,17 +297,15 @@ class Shard:
                 if bad is not None:
                     candidate = Candidate(okey, StopReason.VIOLATION, lid * self.count + self.me, self.level + 1, bad)
         self.level += 1
-        return Received(keys.tobytes(), candidate, len(parent))
+        return Received(keys.tobytes(), candidate)
 
-    def tally(self, upto: int | None) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
-        """This level's transitions, expansions and per-action counts up to the order key ``upto`` (all: ``None``).
+    def tally(self, upto: int) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
+        """This level's transitions, expansions and per-action counts up to the order key ``upto``.
 
         As the sequential search counts when it stops at ``upto``: every
         successor of a source before it, the source's successors up to it,
         the sources before it as expanded.
         """
-        if upto is None:
-            return len(self.rec_acts), len(self.rec_rank), *self._counts(None)
         rank = upto >> KEY_BITS
         transitions = expanded = 0
         starts = self.rec_start
