@@ -212,7 +212,7 @@ def test_max_domain_must_be_positive_on_every_command(args: list[str]) -> None:
 
 @pytest.mark.parametrize("args", [
     ["check", TOY, "--max-depth", "x"],
-    ["prove", TOY, "--reach-states", "-1"],
+    ["prove", TOY, "--reach-states", "lots"],
     ["check", TOY, "--max-domain", "many"],
     ["check", TOY, "--max-seconds", "soon"],
     ["prove", TOY, "--max-k", "2.5"],
@@ -220,6 +220,26 @@ def test_max_domain_must_be_positive_on_every_command(args: list[str]) -> None:
 ])
 def test_non_numeric_numbers_are_refused(args: list[str]) -> None:
     error_line(invoke(*args), "OWN013", "Invalid value")
+
+
+@pytest.mark.parametrize("args", [
+    ["prove", TOY, "--reach-states", "-1"],
+    ["prove", TOY, "--spacer-timeout", "0"],
+    ["check", TOY, "--engine", "hypothesis", "--walks", "-2"],
+    ["check", TOY, "--engine", "bmc", "--solver-timeout", "-1"],
+])
+def test_engine_flags_out_of_range_are_refused_by_their_declared_range(args: list[str]) -> None:
+    error_line(invoke(*args), "OWN015", args[-2])
+
+
+@pytest.mark.parametrize(("args", "owners"), [
+    (["check", TOY, "--seed", "3"], "--seed is an option of --engine hypothesis, not of explore"),
+    (["check", TOY, "--engine", "bmc", "--kernel", "python"], "--kernel is an option of --engine explore, not of bmc"),
+    (["check", TOY, "--engine", "hypothesis", "--solver-timeout", "2"],
+     "--solver-timeout is an option of --engine bmc or prove, not of hypothesis"),
+])
+def test_an_engine_flag_for_an_engine_that_does_not_take_it_is_refused(args: list[str], owners: str) -> None:
+    error_line(invoke(*args, "--no-render"), "OWN013", owners)
 
 
 def test_zero_depth_is_allowed_and_checks_the_initial_state() -> None:

@@ -69,8 +69,10 @@ def _engine_options(engine: str, seconds: float) -> Any:
         raise OwnershipError(Code.BAD_OPTION, f"unknown engine {engine!r} for mutate "
                              f"(available: {', '.join(MUTATE_ENGINES)})")
     # explore stops at the time limit, bmc at a per-call solver limit; random runs repeat exactly.
-    settings = Settings(engine=engine, max_seconds=seconds if engine == "explore" else None,
-                        solver_timeout=seconds if engine == "bmc" else None, derandomize=engine == "hypothesis")
+    per_engine: dict[str, dict[str, Any]] = {"explore": {}, "bmc": {"solver_timeout": seconds},
+                                             "hypothesis": {"derandomize": True}}
+    options = per_engine[engine]
+    settings = Settings(engine=engine, max_seconds=seconds if engine == "explore" else None, options=options)
     return registry.get(engine).options(settings)
 
 

@@ -17,29 +17,21 @@ import typer
 from ownership import inputs, session
 from ownership.cli.common import (
     DEFAULT_ENGINE,
-    DEFAULT_KERNEL,
-    DEFAULT_STORAGE,
     INSTANCE,
     LIMITS,
     OUTPUT,
-    PROOF,
-    RANDOM,
     SEARCH,
     AllowVacuousOpt,
     DirArg,
     EngineName,
     JsonOpt,
     JunitOpt,
-    KernelOpt,
     LibraryOpt,
     MaxDomainOpt,
     MaxMemoryOpt,
     ParamOpt,
-    RayOpt,
     ReportOpt,
     SarifOpt,
-    StorageOpt,
-    WorkersOpt,
     engine_help,
     parse_params,
     report_paths,
@@ -47,7 +39,9 @@ from ownership.cli.common import (
     steps,
     worse,
 )
+from ownership.cli.generated import engine_options
 from ownership.core.progress import Progress
+from ownership.core.verdicts import verdict_words
 from ownership.errors import Code, ExitCode, OwnershipError
 from ownership.session import Outcome, Settings
 
@@ -119,8 +113,7 @@ def _print_check(outcome: Outcome, record: list[Any] | None, allow_vacuous: bool
         return
     for other, relation, why in outcome.relations:
         # "agrees" only when both results promise something comparable; a sampled pass never does.
-        said = "NO VIOLATION FOUND (sampled)" if other.sampled and other.verdict.name == "BOUNDED_OK" else other.verdict.name
-        typer.echo(f"  {relation}: {other.engine} says {said}: {why}; {other.coverage()}")
+        typer.echo(f"  {relation}: {other.engine} says {verdict_words(other)}: {why}; {other.coverage()}")
     for line in outcome.overruled(allow_vacuous):
         typer.echo(f"  {line}")
     for line in outcome.explanation:
@@ -149,26 +142,15 @@ def _record(record: list[Any] | None, outcome: Outcome, allow_vacuous: bool) -> 
                                allow_vacuous=allow_vacuous))
 
 
+@engine_options("check")
 def check(
     specs: Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files (Python modules defining `spec`).",
                                                 show_default=False)],
     engine: Annotated[EngineName, typer.Option(
         metavar="ENGINE", rich_help_panel=SEARCH, help=engine_help())] = DEFAULT_ENGINE,
     param: ParamOpt = None,
-    free: Annotated[list[str] | None, typer.Option(
-        "--free", metavar="NAME", rich_help_panel=SEARCH, help="Check every value of this parameter at once.")] = None,
-    where: Annotated[list[str] | None, typer.Option(
-        "--where", metavar="EXPR", rich_help_panel=SEARCH,
-        help="Constraint on free parameters: 'prompt_tokens <= context_len'.")] = None,
-    minimize: Annotated[str | None, typer.Option(
-        metavar="NAME", rich_help_panel=SEARCH, help="The smallest value of a free parameter that violates.")] = None,
-    maximize: Annotated[str | None, typer.Option(
-        metavar="NAME", rich_help_panel=SEARCH, help="The largest value of a free parameter that violates.")] = None,
     invariant: Annotated[list[str] | None, typer.Option(
         "--invariant", "-i", metavar="NAME", rich_help_panel=SEARCH, help="Check only this invariant.")] = None,
-    deadlock: Annotated[bool, typer.Option(
-        "--deadlock", metavar="", rich_help_panel=SEARCH,
-        help="Also report states with work pending and nothing enabled.")] = False,
     explain: Annotated[bool, typer.Option(
         "--explain", metavar="", rich_help_panel=SEARCH,
         help="Under a counterexample, what every path to it has in common.")] = False,
@@ -183,23 +165,6 @@ def check(
     max_seconds: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="Time limit per spec (UNKNOWN, exit 3).")] = None,
     max_memory: MaxMemoryOpt = None,
-    kernel: KernelOpt = DEFAULT_KERNEL,
-    storage: StorageOpt = DEFAULT_STORAGE,
-    workers: WorkersOpt = "auto",
-    ray: RayOpt = None,
-    solver_timeout: Annotated[float | None, typer.Option(
-        metavar="SECONDS", rich_help_panel=LIMITS, help="bmc, prove: limit per solver call.")] = None,
-    seed: Annotated[int | None, typer.Option(
-        metavar="N", rich_help_panel=RANDOM, help="Random seed (default: drawn, and printed).")] = None,
-    max_examples: Annotated[int | None, typer.Option(
-        metavar="N", rich_help_panel=RANDOM, help="Random examples (default 200).")] = None,
-    steps: Annotated[int | None, typer.Option(
-        metavar="N", rich_help_panel=RANDOM, help="Steps per example (default 50).")] = None,
-    walks: Annotated[int | None, typer.Option(
-        metavar="N", min=0, rich_help_panel=RANDOM,
-        help="Swarm random walks first (default 5 per example).")] = None,
-    derandomize: Annotated[bool, typer.Option(
-        "--derandomize", metavar="", rich_help_panel=RANDOM, help="The same examples on every run (CI).")] = False,
     out: Annotated[Path | None, typer.Option(
         parser=inputs.output_dir("--out"), metavar="DIR", rich_help_panel=OUTPUT,
         help="Folder for the counterexample (default: under counterexamples/).")] = None,
@@ -216,25 +181,22 @@ def check(
     json_out: JsonOpt = None,
     report: ReportOpt = None,
     allow_vacuous: AllowVacuousOpt = False,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Check specs; print the verdict, what was covered, and any counterexample."""
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
     for f in formats:
         if f not in ("svg", "png"):
             raise OwnershipError(Code.BAD_OPTION, f"--format {f!r}: use svg, png or svg,png")
-    _check_limits(max_depth, max_states, max_seconds, solver_timeout, max_domain)
-    inputs.check_count("--seed", seed, 0)
-    inputs.check_count("--max-examples", max_examples, 1)
-    inputs.check_count("--steps", steps, 1)
-    inputs.check_optimised(tuple(free or ()), minimize, maximize)
+    options = options or {}
+    _check_limits(max_depth, max_states, max_seconds, max_domain)
+    free = options.get("free", ())
+    inputs.check_optimised(free, options.get("minimize"), options.get("maximize"))
     settings = Settings(
-        engine=engine.value, params=parse_params(param, free), max_depth=max_depth, max_states=max_states,
-        max_seconds=max_seconds, max_memory=max_memory, symmetry=symmetry, deadlock=deadlock,
-        kernel=kernel.value, storage=storage.value, workers=inputs.parse_workers("--workers", workers),
-        ray=ray,
-        invariants=tuple(invariant) if invariant else None, out=out, formats=formats, render=render, progress=progress, solver_timeout=solver_timeout,
-        free=tuple(free or ()), where=tuple(where or ()), minimize=minimize, maximize=maximize, explain=explain,
-        seed=seed, max_examples=max_examples, steps=steps, derandomize=derandomize, max_domain=max_domain, walks=walks,
+        engine=engine.value, params=parse_params(param, list(free)), max_depth=max_depth, max_states=max_states,
+        max_seconds=max_seconds, max_memory=max_memory, symmetry=symmetry,
+        invariants=tuple(invariant) if invariant else None, out=out, formats=formats, render=render, progress=progress,
+        explain=explain, max_domain=max_domain, options=options,
     )
     reports = report_paths(report, junit=junit, sarif=sarif, json=json_out)
     raise typer.Exit(int(_check_all(specs, settings, "check", reports, _print_check, allow_vacuous)))
@@ -260,12 +222,9 @@ def _check_all(specs: list[Path], settings: Settings, command: Any, reports: dic
     return worst
 
 
-def _check_limits(
-    max_depth: int | None, max_states: int | None, max_seconds: float | None, solver_timeout: float | None, max_domain: int
-) -> None:
+def _check_limits(max_depth: int | None, max_states: int | None, max_seconds: float | None, max_domain: int) -> None:
     """The search limits every checking command shares, refused out of range with OWN015."""
     inputs.check_search_limits(max_depth, max_states, max_seconds)
-    inputs.check_seconds("--solver-timeout", solver_timeout)
     inputs.check_count("--max-domain", max_domain, 1)
 
 
@@ -297,7 +256,8 @@ def report(
     from ownership.render.html import render_report
     from ownership.session.report import build_section
 
-    _check_limits(max_depth, max_states, max_seconds, solver_timeout, max_domain)
+    _check_limits(max_depth, max_states, max_seconds, max_domain)
+    inputs.check_seconds("--solver-timeout", solver_timeout)
     engines = list(dict.fromkeys(engine or ["explore"]))
     for e in engines:
         if e not in ("explore", "bmc"):
@@ -310,7 +270,8 @@ def report(
         for e in engines:
             s = Settings(engine=e, params=params, max_depth=max_depth, max_states=max_states if e == "explore" else None,
                          max_seconds=max_seconds if e == "explore" else None, symmetry=symmetry, render=False,
-                         solver_timeout=solver_timeout, max_domain=max_domain, max_memory=max_memory)
+                         max_domain=max_domain, max_memory=max_memory,
+                         options={"solver_timeout": solver_timeout} if e == "bmc" else {})
             outcome = _session_check(spec_path, s, outputs=False)
             worst = worse(worst, outcome.result.exit_code_allowing(allow_vacuous))
             runs.append((outcome.result, s.reproduce_flags()))
@@ -420,28 +381,14 @@ def test_specs(
     raise typer.Exit(int(worse(worst, ExitCode.VIOLATION if failures else ExitCode.OK)))
 
 
+@engine_options("prove")
 def prove(
     specs: Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files.", show_default=False)],
     param: ParamOpt = None,
-    free: Annotated[list[str] | None, typer.Option(
-        "--free", metavar="NAME", rich_help_panel=SEARCH, help="Prove for every value of this parameter.")] = None,
-    where: Annotated[list[str] | None, typer.Option(
-        "--where", metavar="EXPR", rich_help_panel=SEARCH, help="Constraint on free parameters.")] = None,
     invariant: Annotated[list[str] | None, typer.Option(
         "--invariant", "-i", metavar="NAME", rich_help_panel=SEARCH,
         help="Prove only this invariant (helpers still assumed).")] = None,
-    max_k: Annotated[int, typer.Option(
-        metavar="K", rich_help_panel=PROOF, help="Largest k for k-induction.")] = 2,
-    reach_states: Annotated[int, typer.Option(
-        metavar="N", min=0, rich_help_panel=PROOF,
-        help="Then check up to N reachable states as the invariant (0: never).")] = 200_000,
-    spacer: Annotated[bool, typer.Option(
-        "--spacer/--no-spacer", rich_help_panel=PROOF, help="Then try Z3's Spacer (IC3/PDR).")] = True,
-    spacer_timeout: Annotated[float, typer.Option(
-        metavar="SECONDS", rich_help_panel=PROOF, help="Limit for Spacer (reached: exit 3).")] = 600.0,
     max_domain: MaxDomainOpt = inputs.DEFAULT_MAX_DOMAIN,
-    solver_timeout: Annotated[float | None, typer.Option(
-        metavar="SECONDS", rich_help_panel=LIMITS, help="Limit per solver call (unknown: exit 3).")] = None,
     max_seconds: Annotated[float | None, typer.Option(
         metavar="SECONDS", rich_help_panel=LIMITS, help="Wall-clock limit per spec (reached: exit 3).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -452,17 +399,14 @@ def prove(
     json_out: JsonOpt = None,
     report: ReportOpt = None,
     allow_vacuous: AllowVacuousOpt = False,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Prove the invariants for executions of any length (k-induction, the reachable set or Spacer, checked by Z3); exit 0 only if PROVED."""
-    inputs.check_count("--max-k", max_k, 0)
-    inputs.check_seconds("--spacer-timeout", spacer_timeout)
-    inputs.check_seconds("--solver-timeout", solver_timeout)
     inputs.check_count("--max-domain", max_domain, 1)
+    options = options or {}
     settings = Settings(
-        engine="prove", params=parse_params(param, free), max_seconds=max_seconds,
-        invariants=tuple(invariant) if invariant else None, out=out, solver_timeout=solver_timeout,
-        free=tuple(free or ()), where=tuple(where or ()), max_k=max_k, spacer=spacer, spacer_timeout=spacer_timeout,
-        reach_states=reach_states, max_domain=max_domain,
+        engine="prove", params=parse_params(param, list(options.get("free", ()))), max_seconds=max_seconds,
+        invariants=tuple(invariant) if invariant else None, out=out, max_domain=max_domain, options=options,
     )
     reports = report_paths(report, junit=junit, sarif=sarif, json=json_out)
     raise typer.Exit(int(_check_all(specs, settings, "prove", reports, _print_prove, allow_vacuous)))

@@ -10,9 +10,9 @@ import typer
 
 from ownership import inputs
 from ownership.core.result import CoverageKind
-from ownership.engines.registry import ALL, ENGINE_NAMES, ENGINES
+from ownership.engines.registry import ALL, DEFAULT, ENGINE_NAMES, ENGINES
+from ownership.engines.schema import INSTANCE, LIMITS, OUTPUT, PROOF, RANDOM, REPORTS, SEARCH
 from ownership.errors import Code, ExitCode, OwnershipError
-from ownership.kernel import KERNELS, STORAGES
 
 
 def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict[str, int]:
@@ -22,13 +22,7 @@ def parse_params(items: list[str] | None, free: list[str] | None = None) -> dict
 
 EngineName = enum.Enum("EngineName", {name: name for name in ENGINE_NAMES}, type=str)  # type: ignore[misc]
 """``--engine``'s choices, built from the engine registry so ``--help`` lists exactly what runs."""
-DEFAULT_ENGINE = EngineName("explore")
-KernelName = enum.Enum("KernelName", {name: name for name in KERNELS}, type=str)  # type: ignore[misc]
-"""``--kernel``'s choices."""
-StorageName = enum.Enum("StorageName", {name: name for name in STORAGES}, type=str)  # type: ignore[misc]
-"""``--storage``'s choices."""
-DEFAULT_KERNEL = KernelName("auto")
-DEFAULT_STORAGE = StorageName("exact")
+DEFAULT_ENGINE = EngineName(DEFAULT)
 
 _KIND_WORDS = {
     CoverageKind.EXHAUSTIVE: "every reachable state",
@@ -44,14 +38,7 @@ def engine_help() -> str:
     return f"{', '.join(each)}, or {ALL.name} ({', '.join(ALL.engines)}, compared)."
 
 
-INSTANCE = "Instance"
-"""Help panels: options grouped by what they set, so ``--help`` reads at 80 columns."""
-SEARCH = "What to check"
-LIMITS = "Limits"
-RANDOM = "Random testing (--engine hypothesis)"
-PROOF = "Proof"
-OUTPUT = "Output"
-REPORTS = "Reports and exit status"
+__all__ = ["INSTANCE", "LIMITS", "OUTPUT", "PROOF", "RANDOM", "REPORTS", "SEARCH"]
 
 ParamOpt = Annotated[
     list[str] | None,
@@ -109,28 +96,6 @@ AllowVacuousOpt = Annotated[
     bool,
     typer.Option("--allow-vacuous", metavar="", rich_help_panel=REPORTS,
                  help="Exit 0, not 3, for a vacuous safe verdict (an action never fired)."),
-]
-KernelOpt = Annotated[
-    KernelName,
-    typer.Option(metavar="auto|compiled|python", rich_help_panel=SEARCH, show_default=False,
-                 help="explore: compiled (no symmetry; same states, faster), python, or auto (default: compiled "
-                      "past 20,000 states)."),
-]
-WorkersOpt = Annotated[
-    str,
-    typer.Option(metavar="auto|N", rich_help_panel=SEARCH, show_default=False,
-                 help="explore: worker processes (default auto: every core past 20,000 states)."),
-]
-RayOpt = Annotated[
-    str | None,
-    typer.Option(metavar="auto|ADDRESS", rich_help_panel=SEARCH,
-                 help="explore: the workers as Ray actors (the ray extra)."),
-]
-StorageOpt = Annotated[
-    StorageName,
-    typer.Option(metavar="exact|fingerprint", rich_help_panel=SEARCH, show_default=False,
-                 help="Compiled kernel: every state (default), or 64-bit fingerprints (13 bytes a state; "
-                      "the verdict gives the odds of a collision)."),
 ]
 MaxMemoryOpt = Annotated[
     str | None,

@@ -59,8 +59,8 @@ def mbt(
         metavar="SECONDS", help="Wall-clock limit (reached: UNKNOWN, exit 3).")] = None,
 ) -> None:
     """Model-based test: drive an implementation and SPEC in lock step; fail at the first step they disagree."""
+    from ownership.core.verdicts import headline
     from ownership.lang.loader import load_spec
-    from ownership.render.text import headline
     from ownership.session.run import COMMAND_LINE
     from ownership.testing.adapter import load_adapter
     from ownership.testing.mbt import MBTOptions, run_mbt

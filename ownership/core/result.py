@@ -326,71 +326,7 @@ class CheckResult:
         return "vacuous: " + "; ".join(parts) if parts else ""
 
     def coverage(self) -> str:
-        """One sentence saying exactly what was checked."""
-        s = self.stats
-        sym = self.options.get("symmetry")
-        states = f"{s.states:,} distinct states" + (" (up to symmetry)" if sym else "")
-        scope = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "this instance (no parameters)"
-        base = f"{states}, {s.transitions:,} transitions, depth {s.depth}, {s.seconds:.2f}s"
-        # What the engine can decide says how its coverage reads (the registry declares it per engine).
-        if self.coverage_kind in (CoverageKind.BOUNDED, CoverageKind.PROOF):
-            return self._solver_coverage()
-        if self.coverage_kind is CoverageKind.SAMPLED:
-            return self._random_coverage(scope)
-        if self.verdict is Verdict.PROVED and self.stop_reason is StopReason.EXHAUSTED:
-            return (
-                f"all reachable states of this instance checked ({base}); "
-                f"invariants {', '.join(self.invariants)} hold for every interleaving of any length at {scope}"
-            )
-        if self.verdict is Verdict.BOUNDED_OK:
-            return (
-                f"no violation in any interleaving of up to {s.depth} steps ({base}); "
-                f"stopped because the engine {self.stop_reason.value}: longer interleavings NOT checked"
-            )
-        if self.verdict is Verdict.VIOLATED:
-            return f"{self.stop_reason.value} after {base}"
-        return f"{self.stop_reason.value}: {base}"
+        """One sentence saying exactly what was checked (written by :mod:`ownership.core.verdicts`)."""
+        from ownership.core.verdicts import coverage
 
-    def _random_coverage(self, scope: str) -> str:
-        s = self.stats
-        # A derandomized run prints no timing, so two runs print the same text.
-        took = "" if self.options.get("derandomize") else f"{s.seconds:.2f}s "
-        base = (
-            f"{s.transitions:,} random steps, {s.states:,} distinct states, longest example {s.depth} steps, "
-            f"{took}at {scope}"
-        )
-        if self.verdict is Verdict.VIOLATED:
-            what = "the implementation and the spec disagree" if self.engine == "mbt" else "found a violation"
-            how = "by deleting steps" if self.options.get("found_by") == "walk" else "by Hypothesis"
-            return f"{what} after {base}; the failing run was shrunk {how}"
-        if self.verdict is Verdict.BOUNDED_OK:
-            walks = f"{self.options['walks']:,} swarm random walks and " if self.options.get("walks") else ""
-            return (
-                f"no violation in {walks}{self.options.get('max_examples', '?')} random examples of up to "
-                f"{self.options.get('steps', '?')} steps ({base}); random testing: interleavings it did not sample "
-                "were NOT checked"
-            )
-        return f"{self.stop_reason.value}: {base}"
-
-    def _solver_coverage(self) -> str:
-        s = self.stats
-        scope = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "this instance (no parameters)"
-        if self.verdict is Verdict.VIOLATED:
-            return f"shortest violation at depth {s.depth} ({s.seconds:.2f}s) at {scope}"
-        if self.verdict is Verdict.PROVED:
-            if self.stop_reason is StopReason.INVARIANT_FOUND and s.states:
-                how = f"{self.stop_reason.value}: the {s.states:,} reachable states, all within {s.depth} steps"
-            elif self.stop_reason is StopReason.INVARIANT_FOUND:
-                how = f"{self.stop_reason.value}, after k-induction up to k={s.depth + 1}"
-            else:
-                how = f"{self.stop_reason.value} at k={s.depth}"
-            return (
-                f"invariants {', '.join(self.invariants)} proved for executions of any length "
-                f"({how}, {s.seconds:.2f}s) at {scope}"
-            )
-        if self.verdict is Verdict.BOUNDED_OK:
-            return (
-                f"no violation in any execution of up to {s.depth} steps ({s.seconds:.2f}s) at {scope}; "
-                "longer executions NOT checked"
-            )
-        return f"{self.stop_reason.value} at depth {s.depth} ({s.seconds:.2f}s) at {scope}"
+        return coverage(self)

@@ -62,14 +62,14 @@ class ExploreOptions:
     @classmethod
     def from_settings(cls, settings: Settings) -> ExploreOptions:
         """The explorer's options for a check (``--free``'s explorer is :class:`~ownership.engines.paramexplore.ParamOptions`)."""
-        if settings.minimize or settings.maximize:
+        if settings.option("minimize") or settings.option("maximize"):
             raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
         from ownership import inputs
 
         options = cls(max_depth=settings.max_depth, max_states=settings.max_states, max_seconds=settings.max_seconds,
-                      symmetry=settings.symmetry, deadlock=settings.deadlock, invariants=settings.invariants,
-                      max_memory=inputs.memory_budget(settings.max_memory), kernel=settings.kernel,
-                      storage=settings.storage, workers=settings.workers, ray=settings.ray)
+                      symmetry=settings.symmetry, deadlock=settings.option("deadlock"), invariants=settings.invariants,
+                      max_memory=inputs.memory_budget(settings.max_memory), kernel=settings.option("kernel"),
+                      storage=settings.option("storage"), workers=settings.option("workers"), ray=settings.option("ray"))
         options.validate()
         return options
 

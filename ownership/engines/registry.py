@@ -23,9 +23,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ownership import inputs
 from ownership.core.progress import ProgressFn
 from ownership.core.result import CheckResult, CoverageKind
+from ownership.engines.schema import LIMITS, PROOF, RANDOM, Capabilities, Kind, Option
 from ownership.errors import Code, OwnershipError
+from ownership.kernel import KERNELS, STORAGES
 from ownership.lang.instance import Instance
 
 if TYPE_CHECKING:
@@ -55,8 +58,13 @@ class Engine(Protocol):
         ...
 
     @property
-    def finds_deadlocks(self) -> bool:
-        """Whether ``--deadlock`` means something to it."""
+    def capabilities(self) -> Capabilities:
+        """What it can do: shortest counterexamples, deadlocks, liveness, several workers."""
+        ...
+
+    @property
+    def options_schema(self) -> tuple[Option, ...]:
+        """The options it takes beyond those every engine shares: its flags, defaults and help."""
         ...
 
     @property
@@ -92,7 +100,8 @@ class ModuleEngine:
     """``module:function`` taking ``(inst, options, progress)``."""
     options_type: str
     """``module:Class`` with ``from_settings`` and ``validate``."""
-    finds_deadlocks: bool = False
+    capabilities: Capabilities = Capabilities()
+    options_schema: tuple[Option, ...] = ()
     claim_flags: tuple[str, ...] | None = None
 
     def options_types(self) -> tuple[type[EngineOptions], ...]:
@@ -118,7 +127,7 @@ class ExploreEngine(ModuleEngine):
         return (_load(self.options_type), _load(self.free_options_type))
 
     def options(self, settings: Settings) -> EngineOptions:
-        if settings.free or settings.minimize or settings.maximize:
+        if settings.option("free") or settings.option("minimize") or settings.option("maximize"):
             result: EngineOptions = _load(self.free_options_type).from_settings(settings)
             return result
         return super().options(settings)
@@ -130,15 +139,73 @@ class ExploreEngine(ModuleEngine):
         return super().run(inst, options, progress)
 
 
+FREE_OPTIONS = (
+    Option("free", "--free", Kind.EACH, (), help="Check every value of this parameter at once.", metavar="NAME",
+           value_type=str, commands=("check", "prove")),
+    Option("where", "--where", Kind.EACH, (), help="Constraint on free parameters: 'prompt_tokens <= context_len'.",
+           metavar="EXPR", value_type=str, commands=("check", "prove")),
+    Option("minimize", "--minimize", help="The smallest value of a free parameter that violates.", metavar="NAME",
+           value_type=str),
+    Option("maximize", "--maximize", help="The largest value of a free parameter that violates.", metavar="NAME",
+           value_type=str),
+)
+"""The options over free parameters, shared by the engines that search them symbolically."""
+
+SOLVER_TIMEOUT = Option("solver_timeout", "--solver-timeout", help="bmc, prove: limit per solver call.",
+                        metavar="SECONDS", panel=LIMITS, value_type=float, minimum=0, commands=("check", "prove"))
+
+EXPLORE_OPTIONS = (
+    Option("deadlock", "--deadlock", Kind.ON, False, help="Also report states with work pending and nothing enabled.",
+           metavar="", value_type=bool),
+    Option("kernel", "--kernel", default="auto", metavar="auto|compiled|python", names_folder=False, value_type=str,
+           choices=KERNELS,
+           help="explore: compiled (no symmetry; same states, faster), python, or auto (default: compiled past "
+                "20,000 states)."),
+    Option("storage", "--storage", default="exact", metavar="exact|fingerprint", names_folder=False, value_type=str,
+           choices=STORAGES,
+           help="Compiled kernel: every state (default), or 64-bit fingerprints (13 bytes a state; the verdict gives "
+                "the odds of a collision)."),
+    Option("workers", "--workers", names_folder=False, metavar="auto|N", value_type=str, parse=inputs.parse_workers,
+           cli_default="auto", help="explore: worker processes (default auto: every core past 20,000 states)."),
+    Option("ray", "--ray", names_folder=False, metavar="auto|ADDRESS", value_type=str,
+           help="explore: the workers as Ray actors (the ray extra)."),
+)
+
+RANDOM_OPTIONS = (
+    Option("max_examples", "--max-examples", help="Random examples (default 200).", panel=RANDOM, minimum=1),
+    Option("steps", "--steps", help="Steps per example (default 50).", panel=RANDOM, minimum=1),
+    Option("walks", "--walks", help="Swarm random walks first (default 5 per example).", panel=RANDOM, minimum=0),
+    Option("derandomize", "--derandomize", Kind.ON, False, help="The same examples on every run (CI).", metavar="",
+           panel=RANDOM, value_type=bool),
+    Option("seed", "--seed", Kind.SEED, help="Random seed (default: drawn, and printed).", panel=RANDOM, minimum=0),
+)
+
+PROOF_OPTIONS = (
+    Option("max_k", "--max-k", default=2, help="Largest k for k-induction.", metavar="K", panel=PROOF, minimum=0,
+           commands=("prove",)),
+    Option("spacer", "--no-spacer", Kind.OFF, True, help="Then try Z3's Spacer (IC3/PDR).", metavar="", panel=PROOF,
+           value_type=bool, commands=("prove",)),
+    Option("spacer_timeout", "--spacer-timeout", default=600.0, help="Limit for Spacer (reached: exit 3).",
+           metavar="SECONDS", panel=PROOF, value_type=float, minimum=0, commands=("prove",)),
+    Option("reach_states", "--reach-states", default=200_000,
+           help="Then check up to N reachable states as the invariant (0: never).", panel=PROOF, minimum=0,
+           commands=("prove",)),
+)
+
 ENGINES: Mapping[str, Engine] = MappingProxyType({
     "explore": ExploreEngine("explore", CoverageKind.EXHAUSTIVE, "ownership.engines.explore:explore",
-                             "ownership.engines.explore:ExploreOptions", finds_deadlocks=True),
-    "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.z3run:BmcOptions"),
+                             "ownership.engines.explore:ExploreOptions",
+                             Capabilities(shortest="breadth-first", deadlock=True, parallel=True),
+                             (*EXPLORE_OPTIONS, *FREE_OPTIONS)),
+    "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.z3run:BmcOptions",
+                        Capabilities(), (*FREE_OPTIONS, SOLVER_TIMEOUT)),
     "hypothesis": ModuleEngine("hypothesis", CoverageKind.SAMPLED,
                                "ownership.engines.hypothesis_engine.engine:check_stateful",
-                               "ownership.engines.hypothesis_engine.options:HypothesisOptions"),
+                               "ownership.engines.hypothesis_engine.options:HypothesisOptions",
+                               Capabilities(), RANDOM_OPTIONS),
     # A proof's folder is named by what it claims (-p, --free, --where, -i), not by how it was searched.
     "prove": ModuleEngine("prove", CoverageKind.PROOF, "ownership.engines.prove:prove", "ownership.engines.z3run:BmcOptions",
+                          Capabilities(), (*FREE_OPTIONS, SOLVER_TIMEOUT, *PROOF_OPTIONS),
                           claim_flags=("free", "where", "invariants")),
 })
 """Every engine, by the name ``--engine`` takes."""
@@ -167,6 +234,34 @@ ALL = EngineSet("all", ("explore", "bmc", "hypothesis"))
 ENGINE_NAMES = (*ENGINES, ALL.name)
 """Every name ``--engine`` accepts."""
 
+DEFAULT = "explore"
+"""The engine of a check that names none: its counterexamples are the committed ones."""
+
+
+def _union() -> tuple[Option, ...]:
+    rows: dict[str, Option] = {}
+    for engine in ENGINES.values():
+        for row in engine.options_schema:
+            if rows.setdefault(row.field, row) != row:
+                raise AssertionError(f"engines declare option {row.field!r} twice, differently")
+    return tuple(rows.values())
+
+
+OPTIONS: tuple[Option, ...] = _union()
+"""Every engine option once, in registry order: the flags beyond those every engine shares."""
+
+OPTION_BY_FIELD: Mapping[str, Option] = MappingProxyType({row.field: row for row in OPTIONS})
+
+
+def options_for(command: str) -> tuple[Option, ...]:
+    """The engine options ``command``'s ``--help`` offers."""
+    return tuple(row for row in OPTIONS if command in row.commands)
+
+
+def owners(field: str) -> tuple[str, ...]:
+    """The engines that take the option ``field``."""
+    return tuple(name for name, e in ENGINES.items() if any(row.field == field for row in e.options_schema))
+
 
 def get(name: str) -> Engine:
     """The engine called ``name``; an unknown name is OWN013 with the list."""
@@ -190,14 +285,23 @@ def expand(name: str) -> tuple[str, ...]:
 
 
 def resolve(settings: Settings) -> tuple[tuple[Engine, EngineOptions], ...]:
-    """Each engine ``settings.engine`` names with its options, every option refused before any engine runs."""
+    """Each engine ``settings.engine`` names with its options, every option refused before any engine runs.
+
+    An option that no engine of the run takes is OWN013 naming the engines
+    that do; ``--deadlock`` needs every engine of the run to find deadlocks.
+    """
     engines = tuple(get(name) for name in expand(settings.engine))
-    if settings.where and not settings.free:
+    taken = {row.field for e in engines for row in e.options_schema}
+    for name in settings.options:
+        if name not in taken:
+            flag = OPTION_BY_FIELD[name].flag
+            raise OwnershipError(Code.BAD_OPTION, f"{flag} is an option of --engine {' or '.join(owners(name))}, "
+                                 f"not of {settings.engine}")
+    if settings.option("where") and not settings.option("free"):
         raise OwnershipError(Code.BAD_OPTION, "--where constrains free parameters: add --free")
-    if settings.deadlock and (settings.free or not all(e.finds_deadlocks for e in engines)):
-        raise OwnershipError(Code.BAD_OPTION, "--deadlock is supported by the explorer without --free only")
-    if settings.sampling_flags() and not any(e.decides is CoverageKind.SAMPLED for e in engines):
-        raise OwnershipError(Code.BAD_OPTION, "--seed/--max-examples/--steps/--derandomize are options of --engine hypothesis")
+    if settings.option("deadlock") and (settings.option("free") or not all(e.capabilities.deadlock for e in engines)):
+        able = ", ".join(name for name, e in ENGINES.items() if e.capabilities.deadlock)
+        raise OwnershipError(Code.BAD_OPTION, f"--deadlock is supported by {able} without --free only")
     return tuple((e, e.options(settings)) for e in engines)
 
 

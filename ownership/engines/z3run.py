@@ -50,7 +50,7 @@ class BmcOptions:
     @classmethod
     def from_settings(cls, settings: Any) -> BmcOptions:
         """The options of ``bmc`` and ``prove`` (one type: prove reads the k-induction fields, bmc the depth)."""
-        if settings.engine == "prove" and (settings.max_depth is not None or settings.minimize or settings.maximize):
+        if settings.engine == "prove" and (settings.max_depth is not None or settings.option("minimize") or settings.option("maximize")):
             raise OwnershipError(Code.BAD_OPTION, "prove covers executions of any length: it takes no --max-depth, "
                                  "--minimize or --maximize (use --engine bmc)")
         if settings.max_states is not None:
@@ -61,10 +61,10 @@ class BmcOptions:
                                  "--solver-timeout and --max-seconds")
         options = cls(
             max_depth=settings.max_depth if settings.max_depth is not None else cls.max_depth,
-            max_k=settings.max_k, solver_timeout=settings.solver_timeout, free=tuple(settings.free),
-            where=tuple(settings.where), minimize=settings.minimize, maximize=settings.maximize,
-            invariants=settings.invariants, symmetry=settings.symmetry, spacer=settings.spacer,
-            spacer_timeout=settings.spacer_timeout, reach_states=settings.reach_states,
+            max_k=settings.option("max_k"), solver_timeout=settings.option("solver_timeout"), free=tuple(settings.option("free")),
+            where=tuple(settings.option("where")), minimize=settings.option("minimize"), maximize=settings.option("maximize"),
+            invariants=settings.invariants, symmetry=settings.symmetry, spacer=settings.option("spacer"),
+            spacer_timeout=settings.option("spacer_timeout"), reach_states=settings.option("reach_states"),
             # --engine all compares engines: there bmc asks the solver from depth 0, so its answer checks
             # the encoding against the explorer instead of repeating the explorer's concrete search.
             prefix_states=0 if settings.engine == "all" else cls.prefix_states,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ownership.core.result import CheckResult
 from ownership.core.story import story_of
 from ownership.core.trace import Trace, changed_fields
+from ownership.core.verdicts import headline
 from ownership.errors import OwnershipError
 from ownership.render.dot import trace_to_dot
 from ownership.render.text import (
@@ -35,7 +36,6 @@ from ownership.render.text import (
     explain_headline,
     fix_line,
     format_value,
-    headline,
     violation_sentence,
 )
 

@@ -38,6 +38,7 @@ from ownership.core.events import (
 from ownership.core.result import ActionCoverage, CheckResult, CoverageKind, Measure, Verdict
 from ownership.core.story import story_of
 from ownership.core.trace import Trace, TraceKind, changed_fields
+from ownership.core.verdicts import headline
 from ownership.errors import SpecWarning
 
 if TYPE_CHECKING:
@@ -55,24 +56,6 @@ def format_value(value: Any) -> str:
     if isinstance(value, list):
         return "{" + ",".join(str(v) for v in value) + "}"
     return str(value)
-
-
-def headline(result: CheckResult) -> str:
-    """``VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19 (explore)``.
-
-    A qualified safe verdict says so: ``PROVED (vacuous: 1 action never
-    fired: cleanup)  spec (explore)``.
-    """
-    if result.verdict is Verdict.VIOLATED:
-        what = "deadlock" if result.violated == "deadlock" else result.violated
-        return f"VIOLATED  {what}  in {result.spec} ({result.engine})"
-    qualifier = result.qualifier() if result.safe else ""
-    if result.sampled and result.verdict is Verdict.BOUNDED_OK:
-        # Random testing: nothing that reads like a proof or a bounded guarantee.
-        verdict = "NO VIOLATION FOUND (sampled" + (f"; {qualifier})" if qualifier else ")")
-    else:
-        verdict = f"{result.verdict.name} ({qualifier})" if qualifier else result.verdict.name
-    return f"{verdict}  {result.spec} ({result.engine})"
 
 
 def vacuous_status_lines(result: CheckResult, allow_vacuous: bool) -> list[str]:

@@ -294,7 +294,7 @@ def explain(spec: Spec, result: CheckResult, settings: Settings) -> tuple[str, .
         return (f"\n  Explanation: not available for {result.violated} (only invariant violations are diagnosed)",)
     options = DiagnoseOptions(symmetry=settings.symmetry, **({"max_states": settings.max_states} if settings.max_states else {}))
     lines = tuple(explain_report(diagnose_result(spec, result, options)))
-    if settings.ray is not None or (settings.workers is not None and settings.workers > 1):
+    if settings.option("ray") is not None or (settings.option("workers") is not None and settings.option("workers") > 1):
         # The diagnosis needs every node of the bounded graph, with its edges: it is not sharded.
         lines += ("  (the diagnosis searched its bounded state graph in one process: --workers and --ray shard "
                   "the explorer's search only)",)
@@ -335,7 +335,7 @@ def default_out(spec_name: str, engine: str, flags: Sequence[str] | None = None)
     """
     base = Path("counterexamples") / spec_name
     if not flags:
-        return base if engine == "explore" else base / engine
+        return base if engine == registry.DEFAULT else base / engine
     return base / engine / inputs.run_slug(flags)
 
 

@@ -1,16 +1,18 @@
 """What a check was asked to do: one frozen :class:`Settings` for every front end.
 
 The command line, the pytest plugin and ``ownership.testing`` build one and
-hand it to :func:`ownership.session.check`.  Each engine's options type
-reads the fields it understands (``from_settings``).  Each field that has a
-flag is spelled once, in :data:`FLAGS`: that table writes the ``reproduce:``
-line and names the counterexample folder.  A new option is a field here, a
-row of :data:`FLAGS`, and the CLI option that sets it.
+hand it to :func:`ownership.session.check`.  ``Settings`` holds what every
+engine shares (the engine, the instance, the limits, the outputs); the
+options of particular engines are ``options``, keyed by the fields their
+registry rows declare (:data:`ownership.engines.registry.OPTIONS`), and each
+engine's options type reads them (``from_settings``).  Every flag is spelled
+once, as an :class:`~ownership.engines.schema.Option`: the shared ones in
+:data:`SHARED`, the others in their engine's row.  Those rows write the
+``reproduce:`` line and name the counterexample folder.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -18,6 +20,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ownership import inputs
+from ownership.engines import registry
+from ownership.engines.schema import Kind, Option
+from ownership.errors import Code, OwnershipError
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,7 @@ class Settings:
     other fields are those of ``ownership check`` without options.
     """
 
-    engine: str = "explore"
+    engine: str = registry.DEFAULT
     params: Mapping[str, int] = field(default_factory=dict)
     max_depth: int | None = None
     max_states: int | None = None
@@ -41,49 +46,55 @@ class Settings:
     is :func:`ownership.core.memory.default_budget`.
     """
     symmetry: bool = True
-    kernel: str = "auto"
-    """The explorer's search: ``auto``, ``compiled`` or ``python`` (:mod:`ownership.engines.compiled`)."""
-    storage: str = "exact"
-    """The compiled kernel's storage: ``exact`` or ``fingerprint``."""
-    workers: int | None = None
-    """The explorer's worker processes; ``None``: ``auto`` (one, every core past a size on the Python path)."""
-    ray: str | None = None
-    """The explorer's workers as Ray actors on this cluster (``auto`` or an address); ``None``: local processes."""
-    deadlock: bool = False
     invariants: tuple[str, ...] | None = None
     out: Path | None = None
     """The counterexample folder (``None``: the default under ``counterexamples/``)."""
     formats: tuple[str, ...] = ("svg",)
     render: bool = True
     progress: bool = True
-    solver_timeout: float | None = None
-    free: tuple[str, ...] = ()
-    where: tuple[str, ...] = ()
-    minimize: str | None = None
-    maximize: str | None = None
     explain: bool = False
-    seed: int | None = None
-    max_examples: int | None = None
-    steps: int | None = None
-    derandomize: bool = False
-    walks: int | None = None
-    max_k: int = 2
-    spacer: bool = True
-    spacer_timeout: float = 600.0
-    reach_states: int = 200_000
     max_domain: int = inputs.DEFAULT_MAX_DOMAIN
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The engine options given, by field (``seed``, ``kernel``, ``free``, ...); a missing key is its default.
 
-    def sampling_flags(self) -> bool:
-        """Whether an option only a sampling (random) engine takes was given."""
-        return (self.seed is not None or self.max_examples is not None or self.steps is not None
-                or self.derandomize or self.walks is not None)
+    The keys are those of :data:`ownership.engines.registry.OPTIONS`; an
+    unknown key is OWN013.  An option that no engine of the run takes is
+    refused when the engines are resolved.
+    """
+
+    def __post_init__(self) -> None:
+        for name in self.options:
+            if name not in registry.OPTION_BY_FIELD:
+                raise OwnershipError(Code.BAD_OPTION, f"unknown engine option {name!r} (options: "
+                                     f"{', '.join(registry.OPTION_BY_FIELD)})")
+        # A value equal to its default is not an option given: `--engine bmc --kernel auto` is no refusal.
+        rows = registry.OPTION_BY_FIELD
+        values = {k: tuple(v or ()) if rows[k].kind is Kind.EACH else v for k, v in self.options.items()}
+        given = {k: v for k, v in values.items() if v != rows[k].default}
+        object.__setattr__(self, "options", given)
+
+    def option(self, name: str) -> Any:
+        """The value of the engine option ``name``: as given, else its declared default."""
+        if name in self.options:
+            return self.options[name]
+        return registry.OPTION_BY_FIELD[name].default
+
+    def value(self, name: str) -> Any:
+        """A shared field or an engine option, by name."""
+        return getattr(self, name) if name in _SHARED_FIELDS else self.option(name)
 
     def reproduce_flags(self, drawn_seed: int | None = None) -> list[str]:
         """The flags of ``reproduce:``, in :data:`FLAGS` order; ``drawn_seed`` is the seed a random run drew."""
         out: list[str] = []
         for row in FLAGS:
-            out += row.spell(self, drawn_seed)
+            out += self._spell(row, drawn_seed)
         return out
+
+    def _spell(self, row: Option, drawn_seed: int | None) -> list[str]:
+        value = self.value(row.field)
+        if row.kind is Kind.VALUE and row.field in _SHARED_FIELDS:
+            return [] if value == _DEFAULTS[row.field] else [row.flag, str(value)]
+        return row.spell(value, drawn_seed, bool(self.option("derandomize")))
 
     def search_flags(self, params: Mapping[str, int], defaults: Mapping[str, int],
                      claim: Sequence[str] | None = None) -> list[str]:
@@ -98,83 +109,27 @@ class Settings:
         flags = [f"{k}={v}" for k, v in params.items() if defaults.get(k) != v]
         if claim is not None:
             rows = sorted((r for r in FLAGS if r.field in claim), key=lambda r: claim.index(r.field))
-            return flags + [f"{r.flag}={v}" for r in rows for v in getattr(self, r.field) or ()]
+            return flags + [f"{r.flag}={v}" for r in rows for v in self.value(r.field) or ()]
         for row in FLAGS:
             if row.names_folder:
-                flags += row.spell(self, None)
+                flags += self._spell(row, None)
         return flags
 
 
-class Kind(enum.Enum):
-    """How a field is spelled on the command line."""
-
-    VALUE = "value"
-    """``--flag VALUE``, when the value differs from the field's default."""
-    EACH = "each"
-    """``--flag VALUE`` per item of a tuple."""
-    ON = "on"
-    """``--flag`` when true."""
-    OFF = "off"
-    """``--flag`` when false (``--no-symmetry``)."""
-    SEED = "seed"
-    """The random seed: given or drawn; left out under ``--derandomize``."""
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One settings field and the command-line flag that sets it."""
-
-    field: str
-    flag: str
-    kind: Kind
-    names_folder: bool = True
-    """Whether it changes the search (and so names the counterexample folder)."""
-
-    def spell(self, settings: Settings, drawn_seed: int | None) -> list[str]:
-        value = getattr(settings, self.field)
-        if self.kind is Kind.EACH:
-            return [part for item in value or () for part in (self.flag, str(item))]
-        if self.kind is Kind.ON:
-            return [self.flag] if value else []
-        if self.kind is Kind.OFF:
-            return [] if value else [self.flag]
-        if self.kind is Kind.SEED:
-            if settings.derandomize:
-                return []
-            value = drawn_seed if value is None else value
-            return [] if value is None else [self.flag, str(value)]
-        return [] if value == _DEFAULTS[self.field] else [self.flag, str(value)]
-
-
-FLAGS: tuple[Flag, ...] = (
-    Flag("engine", "--engine", Kind.VALUE, names_folder=False),
-    Flag("symmetry", "--no-symmetry", Kind.OFF),
-    Flag("deadlock", "--deadlock", Kind.ON),
-    Flag("max_depth", "--max-depth", Kind.VALUE),
-    Flag("max_states", "--max-states", Kind.VALUE),
-    Flag("max_seconds", "--max-seconds", Kind.VALUE),
-    Flag("max_memory", "--max-memory", Kind.VALUE, names_folder=False),
-    Flag("kernel", "--kernel", Kind.VALUE, names_folder=False),
-    Flag("storage", "--storage", Kind.VALUE, names_folder=False),
-    Flag("workers", "--workers", Kind.VALUE, names_folder=False),
-    Flag("ray", "--ray", Kind.VALUE, names_folder=False),
-    Flag("invariants", "--invariant", Kind.EACH),
-    Flag("solver_timeout", "--solver-timeout", Kind.VALUE),
-    Flag("free", "--free", Kind.EACH),
-    Flag("where", "--where", Kind.EACH),
-    Flag("minimize", "--minimize", Kind.VALUE),
-    Flag("maximize", "--maximize", Kind.VALUE),
-    Flag("explain", "--explain", Kind.ON, names_folder=False),
-    Flag("max_examples", "--max-examples", Kind.VALUE),
-    Flag("steps", "--steps", Kind.VALUE),
-    Flag("walks", "--walks", Kind.VALUE),
-    Flag("derandomize", "--derandomize", Kind.ON),
-    Flag("seed", "--seed", Kind.SEED),
-    Flag("max_k", "--max-k", Kind.VALUE),
-    Flag("spacer", "--no-spacer", Kind.OFF),
-    Flag("spacer_timeout", "--spacer-timeout", Kind.VALUE),
-    Flag("reach_states", "--reach-states", Kind.VALUE),
+SHARED: tuple[Option, ...] = (
+    Option("engine", "--engine", names_folder=False, commands=()),
+    Option("symmetry", "--no-symmetry", Kind.OFF, True, commands=()),
+    Option("max_depth", "--max-depth", commands=()),
+    Option("max_states", "--max-states", commands=()),
+    Option("max_seconds", "--max-seconds", commands=()),
+    Option("max_memory", "--max-memory", names_folder=False, commands=()),
+    Option("invariants", "--invariant", Kind.EACH, commands=()),
+    Option("explain", "--explain", Kind.ON, False, names_folder=False, commands=()),
 )
+"""The flags every engine shares (each command declares them by hand, with its own help)."""
+
+FLAGS: tuple[Option, ...] = (*SHARED, *registry.OPTIONS)
 """Every flag of a check, spelled once, in the order of the reproduce line."""
 
 _DEFAULTS: Mapping[str, Any] = MappingProxyType({f.name: f.default for f in fields(Settings)})
+_SHARED_FIELDS = frozenset(f.name for f in fields(Settings)) - {"options"}

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ownership.core.expectation import judge
 from ownership.core.result import CheckResult, StopReason
+from ownership.engines import registry
 from ownership.inputs import DEFAULT_MAX_DOMAIN
 from ownership.lang.declarations import Expect
 from ownership.lang.model import Spec
@@ -45,7 +46,7 @@ def _spec(spec: Spec | str | Path) -> tuple[Spec, str | None]:
 
 def run_check(
     spec: Spec | str | Path,
-    engine: str = "explore",
+    engine: str = registry.DEFAULT,
     params: Mapping[str, int] | None = None,
     *,
     max_seconds: float | None = None,
@@ -68,7 +69,7 @@ def run_check(
 
 def check_outcome(
     spec: Spec | str | Path,
-    engine: str = "explore",
+    engine: str = registry.DEFAULT,
     params: Mapping[str, int] | None = None,
     *,
     max_seconds: float | None = None,
@@ -119,7 +120,7 @@ def failure_report(result: CheckResult, spec: Spec, spec_path: str | None = None
         derived=spec.derived_values.values(),
     )
     if reproduce is None and spec_path is not None:
-        flags = ["--engine", result.engine] if result.engine != "explore" else []
+        flags = ["--engine", result.engine] if result.engine != registry.DEFAULT else []
         params = {k: v for k, v in result.params.items() if isinstance(v, int)}
         reproduce = reproduce_command(spec_path, params, spec.default_params(), flags)
     if reproduce is not None:
@@ -131,7 +132,7 @@ def _reproduce(outcome: Outcome, path: str | None) -> str | None:
     return outcome.reproduce_at(path) if path is not None and not outcome.stopped_in_setup else None
 
 
-def assert_safe(spec: Spec | str | Path, engine: str = "explore", *, max_seconds: float | None = None,
+def assert_safe(spec: Spec | str | Path, engine: str = registry.DEFAULT, *, max_seconds: float | None = None,
                 max_domain: int = DEFAULT_MAX_DOMAIN, **params: int) -> CheckResult:
     """Assert that ``spec`` at these parameter values is PROVED safe by ``engine``.
 
@@ -153,7 +154,7 @@ def assert_safe(spec: Spec | str | Path, engine: str = "explore", *, max_seconds
     return result
 
 
-def assert_violates(spec: Spec | str | Path, invariant: str, engine: str = "explore", *,
+def assert_violates(spec: Spec | str | Path, invariant: str, engine: str = registry.DEFAULT, *,
                     max_seconds: float | None = None, max_domain: int = DEFAULT_MAX_DOMAIN,
                     **params: int) -> CheckResult:
     """Assert that checking ``spec`` finds a violation of ``invariant`` (the first one found).

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from ownership.session.run import Limits
 
 _IMPORTS_OWNERSHIP = re.compile(rb"^[ \t]*(?:from|import)[ \t]+ownership\b", re.MULTILINE)
-_DEFAULT_ENGINE = "explore"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -124,7 +123,7 @@ def _engines(config: pytest.Config) -> tuple[str, ...]:
     from ownership.engines import registry
     from ownership.errors import OwnershipError
 
-    raw = config.getoption("ownership_engine") or [_DEFAULT_ENGINE]
+    raw = config.getoption("ownership_engine") or [registry.DEFAULT]
     names: list[str] = []
     for item in raw:
         for name in (n.strip() for n in str(item).split(",")):

@@ -39,15 +39,15 @@ class HypothesisOptions:
     @classmethod
     def from_settings(cls, settings: Settings) -> HypothesisOptions:
         """The random engine's options for a check (the search limits of the other engines are refused)."""
-        if settings.free or settings.max_depth is not None:
+        if settings.option("free") or settings.max_depth is not None:
             raise OwnershipError(
                 Code.BAD_OPTION, "the hypothesis engine takes --max-examples, --steps, --seed, --derandomize, "
                 "--max-states (its breadth-first phase), --no-symmetry and --max-seconds (not --free or --max-depth)"
             )
         options = cls(
-            max_examples=settings.max_examples if settings.max_examples is not None else cls.max_examples,
-            steps=settings.steps if settings.steps is not None else cls.steps,
-            seed=settings.seed, derandomize=settings.derandomize, invariants=settings.invariants, walks=settings.walks,
+            max_examples=settings.option("max_examples") if settings.option("max_examples") is not None else cls.max_examples,
+            steps=settings.option("steps") if settings.option("steps") is not None else cls.steps,
+            seed=settings.option("seed"), derandomize=settings.option("derandomize"), invariants=settings.invariants, walks=settings.option("walks"),
             exhaustive_states=settings.max_states if settings.max_states is not None else cls.exhaustive_states,
             symmetry=settings.symmetry,
         )

@@ -51,10 +51,10 @@ class ParamOptions:
     @classmethod
     def from_settings(cls, settings: Settings) -> ParamOptions:
         """The options of ``check --free`` with the explorer."""
-        if not settings.free:
+        if not settings.option("free"):
             raise OwnershipError(Code.BAD_OPTION, "--minimize/--maximize need --free for that parameter")
-        options = cls(free=tuple(settings.free), where=tuple(settings.where), minimize=settings.minimize,
-                      maximize=settings.maximize, max_depth=settings.max_depth, max_states=settings.max_states,
+        options = cls(free=tuple(settings.option("free")), where=tuple(settings.option("where")), minimize=settings.option("minimize"),
+                      maximize=settings.option("maximize"), max_depth=settings.max_depth, max_states=settings.max_states,
                       max_seconds=settings.max_seconds, symmetry=settings.symmetry, invariants=settings.invariants)
         options.validate()
         return options

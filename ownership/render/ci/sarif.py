@@ -15,6 +15,7 @@ from typing import Any
 
 from ownership.core.expectation import DEADLOCK, judge
 from ownership.core.result import CheckResult
+from ownership.core.verdicts import verdict_words
 from ownership.distribution import DIST_NAME
 from ownership.errors import Code, SpecWarning
 from ownership.render.ci.records import Location, Mode, SpecRun
@@ -140,7 +141,7 @@ def sarif_log(runs: Sequence[SpecRun], *, command: Mode = "check", root: Path | 
             # No result entry would read as "clean": say that this pass is only a sample.
             sampled.append({
                 "level": "warning",
-                "message": {"text": f"{run.spec}: NO VIOLATION FOUND (sampled) by {result.engine}, not a proof: "
+                "message": {"text": f"{run.spec}: {verdict_words(result)} by {result.engine}, not a proof: "
                                     f"{result.coverage()}"},
             })
         expected_violation = run.mode == "test" and run.expect is not None and run.expect.violates == result.violated
