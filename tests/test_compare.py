@@ -19,8 +19,8 @@ from ownership.cli import app
 from ownership.core.result import CheckResult, CoverageKind, Stats, StopReason, Verdict
 from ownership.engines import AGREES, DISAGREES, MISSED, NOT_COMPARABLE, compare, relate
 from ownership.engines.explore import explore
-from ownership.engines.hypothesis_engine import engine as hypothesis_engine
 from ownership.engines.hypothesis_engine import machine as hypothesis_machine
+from ownership.engines.hypothesis_engine import sample as hypothesis_sample
 from ownership.engines.hypothesis_engine.engine import check_stateful
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.lang.instance import Instance
@@ -215,8 +215,8 @@ def test_reproduction_with_restarts_runs_and_raises_at_the_failing_step(
     path.write_text(RESTARTS)
     monkeypatch.chdir(tmp_path)
     # Without shrinking the failing example keeps the runs before it, each ended by a restart.
-    plain = hypothesis_engine.hypothesis_settings
-    monkeypatch.setattr(hypothesis_engine, "hypothesis_settings", lambda o: hypothesis.settings(plain(o), phases=[hypothesis.Phase.generate]))
+    plain = hypothesis_sample.hypothesis_settings
+    monkeypatch.setattr(hypothesis_sample, "hypothesis_settings", lambda o: hypothesis.settings(plain(o), phases=[hypothesis.Phase.generate]))
     r = check_stateful(Instance(load_spec(path)), HypothesisOptions(max_examples=200, steps=40, seed=2, walks=0,
                                                                        exhaustive_states=0))
     assert r.violated == "not_seven" and r.reproduction is not None

@@ -143,7 +143,8 @@ def test_sigterm_stops_the_workers_too(tmp_path: Path) -> None:
     assert proc.returncode == 3, (out, err)
     assert "Traceback" not in err
     assert out.startswith("UNKNOWN") and "interrupted" in out
-    left = subprocess.run(["pgrep", "-f", "ownership-shard"], capture_output=True, text=True).stdout
+    # Forked workers carry the coordinator's command line, so its unique --out names them.
+    left = subprocess.run(["pgrep", "-f", str(tmp_path / "o")], capture_output=True, text=True).stdout
     assert not left.strip()
 
 

@@ -58,13 +58,17 @@ class Progress:
     level_left: int | None = None
     level_seconds_left: float | None = None
     workers: tuple[WorkerProgress, ...] | None = None
-    """A sharded search's workers, one each."""
+    """A parallel run's workers, one each (a sharded search's, or a random swarm's)."""
 
     def line(self) -> str:
         """The progress line the command line prints (one line)."""
         if self.examples is not None:
+            swarm = ""
+            if self.workers:  # a swarm: each worker's states are its own, so their sum may count one twice
+                rates = " + ".join(f"{w.rate:,.0f}" for w in self.workers)
+                swarm = f" (summed over workers), {len(self.workers)} workers ({rates} steps/s)"
             return (f"  ... {self.examples:,} examples, {self.steps or 0:,} steps, "
-                    f"{self.states:,} distinct states, {self.seconds:.0f}s")
+                    f"{self.states:,} distinct states{swarm}, {self.seconds:.0f}s")
         if not self.states:  # solver engines report depth and time only
             return f"  ... unrolled {self.depth} steps, {self.seconds:.0f}s"
         rate = self.states / self.seconds if self.seconds else 0.0

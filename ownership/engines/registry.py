@@ -154,6 +154,14 @@ FREE_OPTIONS = (
 SOLVER_TIMEOUT = Option("solver_timeout", "--solver-timeout", help="bmc, prove: limit per solver call.",
                         metavar="SECONDS", panel=LIMITS, value_type=float, minimum=0, commands=("check", "prove"))
 
+WORKERS = Option("workers", "--workers", names_folder=False, metavar="auto|N", value_type=str,
+                 parse=inputs.parse_workers, cli_default="auto",
+                 help="Worker processes: explore's (auto: every core past 20,000 states) or the random swarm's "
+                      "(auto: 1).")
+RAY = Option("ray", "--ray", names_folder=False, metavar="auto|ADDRESS", value_type=str,
+             help="explore, hypothesis: the workers as Ray actors (the ray extra).")
+"""Parallel runs, for the engines whose capabilities say ``parallel``."""
+
 EXPLORE_OPTIONS = (
     Option("deadlock", "--deadlock", Kind.ON, False, help="Also report states with work pending and nothing enabled.",
            metavar="", value_type=bool),
@@ -165,10 +173,8 @@ EXPLORE_OPTIONS = (
            choices=STORAGES,
            help="Compiled kernel: every state (default), or 64-bit fingerprints (13 bytes a state; the verdict gives "
                 "the odds of a collision)."),
-    Option("workers", "--workers", names_folder=False, metavar="auto|N", value_type=str, parse=inputs.parse_workers,
-           cli_default="auto", help="explore: worker processes (default auto: every core past 20,000 states)."),
-    Option("ray", "--ray", names_folder=False, metavar="auto|ADDRESS", value_type=str,
-           help="explore: the workers as Ray actors (the ray extra)."),
+    WORKERS,
+    RAY,
 )
 
 RANDOM_OPTIONS = (
@@ -178,6 +184,8 @@ RANDOM_OPTIONS = (
     Option("derandomize", "--derandomize", Kind.ON, False, help="The same examples on every run (CI).", metavar="",
            panel=RANDOM, value_type=bool),
     Option("seed", "--seed", Kind.SEED, help="Random seed (default: drawn, and printed).", panel=RANDOM, minimum=0),
+    WORKERS,
+    RAY,
 )
 
 PROOF_OPTIONS = (
@@ -202,7 +210,7 @@ ENGINES: Mapping[str, Engine] = MappingProxyType({
     "hypothesis": ModuleEngine("hypothesis", CoverageKind.SAMPLED,
                                "ownership.engines.hypothesis_engine.engine:check_stateful",
                                "ownership.engines.hypothesis_engine.options:HypothesisOptions",
-                               Capabilities(), RANDOM_OPTIONS),
+                               Capabilities(parallel=True), RANDOM_OPTIONS),
     # A proof's folder is named by what it claims (-p, --free, --where, -i), not by how it was searched.
     "prove": ModuleEngine("prove", CoverageKind.PROOF, "ownership.engines.prove:prove", "ownership.engines.z3run:BmcOptions",
                           Capabilities(), (*FREE_OPTIONS, SOLVER_TIMEOUT, *PROOF_OPTIONS),

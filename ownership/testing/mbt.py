@@ -22,9 +22,9 @@ from ownership.core.limits import limited, stop_reason_of
 from ownership.core.replay import build_trace
 from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, StopReason, Verdict
 from ownership.engines.coverage import action_records
-from ownership.engines.hypothesis_engine.engine import capturing, hypothesis_settings
 from ownership.engines.hypothesis_engine.machine import InvariantViolation
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
+from ownership.engines.hypothesis_engine.sample import capturing, hypothesis_settings
 from ownership.inputs import DEFAULT_MAX_DOMAIN
 from ownership.lang.instance import Instance
 from ownership.lang.model import Spec

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import Any
-
-import hypothesis
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis.reporting import with_reporter
 
 from ownership.core.limits import stop_reason_of
 from ownership.core.progress import ProgressFn
@@ -20,31 +14,14 @@ from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, Sto
 from ownership.engines.bmcprefix import audit_prefix
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.engines.hypothesis_engine.exhaustive import BfsPhase, breadth_first
-from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, SpecMachine, machine_class
+from ownership.engines.hypothesis_engine.machine import RunLog, machine_class
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
-from ownership.engines.hypothesis_engine.reproduction import hypothesis_reproduction, path_reproduction
-from ownership.engines.hypothesis_engine.walks import Path, shrink_path, start_points, swarm_walks
+from ownership.engines.hypothesis_engine.reproduction import path_reproduction
+from ownership.engines.hypothesis_engine.sample import Sample, sample
+from ownership.engines.hypothesis_engine.walks import shrink_path, start_points
 from ownership.engines.symcheck import precheck
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
-
-
-def hypothesis_settings(options: HypothesisOptions) -> settings:
-    """Hypothesis' settings for a run with ``options`` (model-based testing uses them too)."""
-    return settings(
-        max_examples=options.max_examples,
-        stateful_step_count=options.steps,
-        deadline=None,
-        database=None,  # a run depends on its seed only, not on earlier runs' files
-        derandomize=options.derandomize,
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-        report_multiple_bugs=False,
-        # No Phase.explain: the engine rebuilds and explains its own trace, and
-        # Hypothesis' explain phase re-ran every shrink step under a tracer
-        # (it tripled the CPU time of a failing run).
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    )
 
 
 def _enabled_counts(inst: Instance, log: RunLog) -> list[int]:
@@ -68,28 +45,6 @@ def _enabled_counts(inst: Instance, log: RunLog) -> list[int]:
     return [found.get(a, n) for a, n in zip(inst.spec.actions, counts, strict=True)]
 
 
-def _machine_test(get_test: Callable[..., Callable[[], None]], machine: type[SpecMachine], options: HypothesisOptions) -> Callable[[], None]:
-    """Hypothesis' test function for ``machine``.
-
-    Examples run at least half of ``steps`` steps: Hypothesis otherwise
-    favours very short examples, and ownership bugs need a request to go all
-    the way through before another reuses its pages.  A spec that finishes
-    early restarts (see ``_make_restart``); shrinking still removes every step the
-    failure does not need.
-    """
-    try:
-        return get_test(machine, settings=hypothesis_settings(options), _min_steps=options.steps // 2)
-    except TypeError:  # a Hypothesis without the private knob
-        return get_test(machine, settings=hypothesis_settings(options))
-
-
-@contextlib.contextmanager
-def capturing(lines: list[str]) -> Iterator[None]:
-    """Collect what Hypothesis reports (its printed steps) into ``lines`` instead of printing it."""
-    with with_reporter(lambda value: lines.extend(str(value).splitlines())):
-        yield
-
-
 def check_stateful(
     inst: Instance, options: HypothesisOptions = HypothesisOptions(),  # noqa: B008 - frozen
     progress: ProgressFn | None = None,
@@ -103,30 +58,21 @@ def check_stateful(
     exactly (:mod:`.exhaustive`); otherwise the walks start from its deepest
     states too, and the answer is sampled.
     """
-    from hypothesis.stateful import get_state_machine_test
-
     if options.max_examples < 1 or options.steps < 1:
         raise OwnershipError(Code.BAD_OPTION, "--max-examples and --steps must be at least 1")
-    log = RunLog()
-    base = machine_class(inst, options.invariants)
-    machine = type(base.__name__, (base,), {"_log": log, "_progress": progress, "_progress_every": options.progress_every})
-    test = _machine_test(get_state_machine_test, machine, options)
+    started = time.monotonic()
+    checked = machine_class(inst, options.invariants)._checked
     # One seed drives the walks and Hypothesis, so `--seed S` reproduces the whole run;
     # --derandomize fixes both (the walks at seed 0).
     seed = options.seed
     if seed is None and not options.derandomize:
         seed = random.SystemRandom().randrange(2**63)
-    if seed is not None:
-        test = hypothesis.seed(seed)(test)
-    lines: list[str] = []
     opts = opts_of(options, seed)
-    checked = base._checked
-    failure: BaseException | None = None
-    interrupted: StopReason | None = None
-    walked: tuple[Path, str] | None = None
     audited = "determinism not audited: the run was stopped first"
     phase: BfsPhase | None = None
     checks_note: str | None = None
+    drawn = Sample()
+    where: str | None = None
     try:
         # The spec run concretely on a sample (OWN060) as before bmc and prove; the symmetry promise
         # (OWN061) is checked on every state the breadth-first phase expands, as the explorer does.
@@ -140,21 +86,18 @@ def check_stateful(
                 return _exact_result(inst, phase, checked, opts_of(options, seed), checks_note)
         else:
             audited = audit_prefix(inst)  # a random run samples: the determinism audit runs on a breadth-first prefix first
-        with inst.mode(recording=False):
-            starts = start_points(inst, phase.frontier) if phase is not None else []
-            walked = swarm_walks(inst, checked, options, random.Random(seed or 0), log, progress, starts)
-            if walked is None:
-                with capturing(lines):
-                    test()
-    except InvariantViolation as exc:
-        failure = exc
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit
-        interrupted = stop_reason_of(exc)
-    except OwnershipError:
-        raise
-    except hypothesis.errors.InvalidDefinition as exc:
-        raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
-    elapsed = time.monotonic() - log.started
+        if options.swarm:
+            from ownership.engines.hypothesis_engine.swarm import sample_swarm
+
+            drawn, where = sample_swarm(inst, options, seed, phase.frontier if phase is not None else [], progress)
+        else:
+            with inst.mode(recording=False):
+                starts = start_points(inst, phase.frontier) if phase is not None else []
+            drawn = sample(inst, options, seed, starts, progress)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit, before or between the phases
+        drawn.interrupted = stop_reason_of(exc)
+    log = drawn.as_log()
+    elapsed = time.monotonic() - started
     actions = action_records(
         inst, _enabled_counts(inst, log), [log.action_counts.get(a, 0) for a in inst.spec.actions],
         Measure.SAMPLED, len(log.states), log.max_depth, False,
@@ -164,6 +107,9 @@ def check_stateful(
         f"steps ({log.steps:,} steps in all); Hypothesis counts only those that did not end early towards --max-examples",
         audited,
     ]
+    if where is not None:
+        notes.insert(1, f"sampled by {where}, each on a seed of its own drawn from {seed or 0}; the coverage is their "
+                        "union")
     if phase is not None:
         notes += [n for n in (phase.describe(), phase.symmetry_note) if n]
     notes += [checks_note] if checks_note else []
@@ -177,41 +123,42 @@ def check_stateful(
         "actions": actions,
         "coverage_kind": CoverageKind.SAMPLED,
     }
-    if interrupted is not None:
+    found = drawn.found
+    if drawn.interrupted is not None and found is None:
         if phase is None and options.exhaustive_states:
-            notes.append(f"inconclusive: {interrupted.value} before the spec checks and the breadth-first phase "
+            notes.append(f"inconclusive: {drawn.interrupted.value} before the spec checks and the breadth-first phase "
                          "finished (nothing was sampled)")
         else:
-            notes.append(f"inconclusive: {interrupted.value} after {log.examples:,} random examples")
+            notes.append(f"inconclusive: {drawn.interrupted.value} after {log.examples:,} random examples")
         return with_coverage(CheckResult(
-            verdict=Verdict.UNKNOWN, stop_reason=interrupted, stats=stats, notes=tuple(notes), **common
+            verdict=Verdict.UNKNOWN, stop_reason=drawn.interrupted, stats=stats, notes=tuple(notes), **common
         ), inst, actions)
-    if walked is not None:
-        found, bad = walked
-        shrunk = shrink_path(inst, found, bad, checked)
-        notes.insert(0, f"found by swarm random walk {log.walks:,} ({len(found)} steps), shrunk to {len(shrunk)} "
-                        "steps by deleting steps")
-        opts["found_by"] = "walk"
-        return with_coverage(CheckResult(
-            verdict=Verdict.VIOLATED, stop_reason=StopReason.VIOLATION, stats=stats, violated=bad,
-            trace=build_trace(inst, shrunk, engine="hypothesis", violation=bad), notes=tuple(notes),
-            reproduction=path_reproduction(inst, shrunk), **common,
-        ), inst, actions)
-    if failure is None:
+    if found is None:
         return with_coverage(CheckResult(
             verdict=Verdict.BOUNDED_OK, stop_reason=StopReason.EXAMPLES_DONE, stats=stats, notes=tuple(notes), **common
         ), inst, actions)
-    assert isinstance(failure, InvariantViolation)
-    last: SpecMachine = log.last
-    trace = build_trace(inst, last.path, engine="hypothesis", violation=failure.invariant)
+    who = "" if found.worker is None else f"worker {found.worker}'s "
+    if found.by == "walk":
+        shrunk = shrink_path(inst, found.path, found.invariant, checked)
+        notes.insert(0, f"found by {who}swarm random walk {found.walk:,} ({len(found.path)} steps), shrunk to "
+                        f"{len(shrunk)} steps by deleting steps")
+        opts["found_by"] = "walk"
+        return with_coverage(CheckResult(
+            verdict=Verdict.VIOLATED, stop_reason=StopReason.VIOLATION, stats=stats, violated=found.invariant,
+            trace=build_trace(inst, shrunk, engine="hypothesis", violation=found.invariant), notes=tuple(notes),
+            reproduction=path_reproduction(inst, shrunk), **common,
+        ), inst, actions)
+    if who:
+        notes.insert(0, f"found by {who}Hypothesis examples")
+    trace = build_trace(inst, found.path, engine="hypothesis", violation=found.invariant)
     return with_coverage(CheckResult(
         verdict=Verdict.VIOLATED,
         stop_reason=StopReason.VIOLATION,
         stats=stats,
-        violated=failure.invariant,
+        violated=found.invariant,
         trace=trace,
         notes=tuple(notes),
-        reproduction=hypothesis_reproduction(inst, failure),
+        reproduction=found.reproduction,
         **common,
     ), inst, actions)
 

@@ -32,6 +32,11 @@ class HypothesisOptions:
     exhaustive_states: int = 20_000
     """The breadth-first phase's cap (``--max-states``; 0: none): a space this small is searched
     exhaustively and answered exactly; a larger one seeds the walks with the deepest states found."""
+    workers: int | None = None
+    """The random phase as a swarm of this many worker processes (:mod:`.swarm`); ``None``: one, or with ``ray``
+    one per CPU of the cluster.  The breadth-first phase runs before, in this process."""
+    ray: str | None = None
+    """The swarm's workers as Ray actors on this cluster (``auto`` or an address)."""
     symmetry: bool = True
     """Symmetry reduction in the breadth-first phase (``--no-symmetry``); with it, the spec's symmetry
     is checked first (OWN061), as the explorer does."""
@@ -49,7 +54,7 @@ class HypothesisOptions:
             steps=settings.option("steps") if settings.option("steps") is not None else cls.steps,
             seed=settings.option("seed"), derandomize=settings.option("derandomize"), invariants=settings.invariants, walks=settings.option("walks"),
             exhaustive_states=settings.max_states if settings.max_states is not None else cls.exhaustive_states,
-            symmetry=settings.symmetry,
+            symmetry=settings.symmetry, workers=settings.option("workers"), ray=settings.option("ray"),
         )
         options.validate()
         return options
@@ -63,6 +68,12 @@ class HypothesisOptions:
         inputs.check_count("--steps", self.steps, 1)
         inputs.check_count("--walks", self.walks, 0)
         inputs.check_count("--max-states", self.exhaustive_states, 0)
+        inputs.check_count("--workers", self.workers, 1)
+
+    @property
+    def swarm(self) -> bool:
+        """Whether the random phase runs on several workers or Ray actors."""
+        return self.ray is not None or (self.workers or 1) > 1
 
     @property
     def walk_budget(self) -> int:

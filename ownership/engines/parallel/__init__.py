@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ownership.core.progress import ProgressFn
@@ -62,8 +63,8 @@ def _sharded(inst: Instance, options: ExploreOptions, names: tuple[str, ...], no
              progress: ProgressFn | None, elapsed: float, description: Any, count: int, session: Any) -> CheckResult:
     from ownership.engines.explore import _result
     from ownership.engines.parallel.levels import LevelLimits, LevelSearch
-    from ownership.engines.parallel.shard import ShardConfig
-    from ownership.engines.parallel.transport import LocalWorkers
+    from ownership.engines.parallel.shard import Shard, ShardConfig
+    from ownership.engines.parallel.transport import LocalWorkers, forks
     from ownership.engines.symevery import describe_checks
     from ownership.lang.audit import audit_note
 
@@ -79,8 +80,10 @@ def _sharded(inst: Instance, options: ExploreOptions, names: tuple[str, ...], no
         if session is not None:
             from ownership.engines.parallel.raypool import RayWorkers
 
-            return RayWorkers(session, cfgs, idle, options.progress_every)
-        return LocalWorkers(cfgs, on_progress, idle, options.progress_every)
+            return RayWorkers(session, [partial(Shard, c) for c in cfgs], idle, options.progress_every)
+        # Forked workers share the coordinator's hash() seed, so they may shard by hash(): cheaper than crc32.
+        forked = [replace(c, forked=forks()) for c in cfgs]
+        return LocalWorkers([partial(Shard, c) for c in forked], on_progress, idle, options.progress_every)
 
     run = LevelSearch(pool, configs, len(inst.spec.actions), limits, progress).run()
     tally = ActionTally(inst)

@@ -19,27 +19,26 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ownership.engines.parallel.shard import Shard, ShardConfig
-from ownership.engines.parallel.transport import encode_error, raise_error
+from ownership.engines.parallel.transport import Factory, encode_error, raise_error
 from ownership.errors import Code, OwnershipError
 
 
 class _Actor:
-    """One shard in a Ray actor; every call answers ``("ok", result)`` or ``("error", encoded)``."""
+    """One worker's object in a Ray actor; every call answers ``("ok", result)`` or ``("error", encoded)``."""
 
-    def __init__(self, config: ShardConfig) -> None:
+    def __init__(self, factory: Factory) -> None:
         self.error: tuple[Any, ...] | None = None
-        self.shard: Shard | None = None
+        self.served: Any = None
         try:
-            self.shard = Shard(config)
+            self.served = factory(report=None)
         except BaseException as exc:  # noqa: BLE001 - sent to the coordinator, which raises it
             self.error = encode_error(exc)
 
     def call(self, method: str, args: tuple[Any, ...]) -> tuple[str, Any]:
-        if self.error is not None or self.shard is None:
+        if self.error is not None or self.served is None:
             return ("error", self.error)
         try:
-            return ("ok", getattr(self.shard, method)(*args))
+            return ("ok", getattr(self.served, method)(*args))
         except BaseException as exc:  # noqa: BLE001 - sent to the coordinator, which raises it
             return ("error", encode_error(exc))
 
@@ -92,18 +91,18 @@ class RaySession:
 
 
 class RayWorkers:
-    """One Ray actor per shard (see the module docstring)."""
+    """One Ray actor per worker (see the module docstring)."""
 
-    def __init__(self, session: RaySession, configs: Sequence[ShardConfig],
+    def __init__(self, session: RaySession, factories: Sequence[Factory],
                  idle: Callable[[], None] | None = None, idle_every: float = 1.0) -> None:
         started = time.perf_counter()
         self.ray = session.ray
-        self.count = len(configs)
+        self.count = len(factories)
         self.idle, self.idle_every = idle, idle_every
         actor = self.ray.remote(num_cpus=1)(_Actor)
-        self.actors = [actor.remote(c) for c in configs]
+        self.actors = [actor.remote(f) for f in factories]
         try:
-            self.call_each("ready", [() for _ in configs])
+            self.call_each("ready", [() for _ in factories])
         except BaseException:
             self.close()
             raise

@@ -1,7 +1,9 @@
-"""Where the shards of a sharded search run: one process each on this machine, or Ray actors.
+"""Where the workers of a parallel run live: one process each on this machine, or Ray actors.
 
-A :class:`Workers` pool holds one :class:`~ownership.engines.parallel.shard.Shard`
-per worker and calls their methods: all at once (:meth:`Workers.call_each`,
+A :class:`Workers` pool holds one object per worker, built in the worker by
+a picklable factory (a :class:`~ownership.engines.parallel.shard.Shard` of
+the sharded search, a swarm worker of the random engine), and calls its
+methods: all at once (:meth:`Workers.call_each`,
 which returns when every worker has answered: the level's barrier) or one
 (:meth:`Workers.call_one`).  Results and errors come back as data: an
 :class:`~ownership.errors.OwnershipError` raised in a worker (a located spec
@@ -19,14 +21,21 @@ import multiprocessing
 import signal
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
-from ownership.engines.parallel.shard import Shard, ShardConfig
 from ownership.errors import Code, OwnershipError
 
 ProgressHook = Callable[[tuple[Any, ...]], None]
+Report = Callable[[tuple[Any, ...]], None]
+Factory = Callable[..., Any]
+"""Builds a worker's object in the worker: called with ``report=`` (progress messages to the coordinator, or
+``None``); module-level callables and ``functools.partial`` of them pickle, as spawned processes and Ray need."""
+
+
+def forks() -> bool:
+    """Whether local workers are forked here (else spawned): forked workers share the coordinator's ``hash()``."""
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 class WorkerError(RuntimeError):
@@ -42,18 +51,18 @@ class WorkersNotStartedError(RuntimeError):
 
 
 class Workers(Protocol):
-    """A pool of shards, one per worker."""
+    """A pool of workers, each serving one object built by its factory."""
 
     count: int
     description: str
     """Where they run, for the verdict's notes: ``2 worker processes``, ``4 Ray actors at ADDRESS``."""
 
     def call_each(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """Call ``method`` on every shard, shard ``i`` with ``args[i]``; their results in shard order."""
+        """Call ``method`` on every worker, worker ``i`` with ``args[i]``; their results in worker order."""
         ...
 
     def call_one(self, index: int, method: str, *args: Any) -> Any:
-        """Call ``method`` on shard ``index``."""
+        """Call ``method`` on worker ``index``."""
         ...
 
     def close(self) -> None:
@@ -79,13 +88,13 @@ def raise_error(error: tuple[Any, ...], worker: int) -> None:
     raise WorkerError(f"worker {worker} failed: {error[1]}\n{error[2]}")
 
 
-def _serve(conn: Connection, config: ShardConfig) -> None:
-    """A worker process: build the shard, then answer calls until the pipe closes."""
+def _serve(conn: Connection, factory: Factory) -> None:
+    """A worker process: build its object, then answer calls until the pipe closes."""
     # Ctrl-C reaches the whole process group: the coordinator answers it and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        shard = Shard(config, report=conn.send)
+        served = factory(report=conn.send)
     except BaseException as exc:  # noqa: BLE001 - sent to the coordinator, which raises it
         conn.send(("error", encode_error(exc)))
         return
@@ -99,27 +108,25 @@ def _serve(conn: Connection, config: ShardConfig) -> None:
             return
         method, args = msg
         try:
-            conn.send(("ok", getattr(shard, method)(*args)))
+            conn.send(("ok", getattr(served, method)(*args)))
         except BaseException as exc:  # noqa: BLE001 - sent to the coordinator, which raises it
             conn.send(("error", encode_error(exc)))
 
 
 class LocalWorkers:
-    """One process per shard on this machine, over pipes (forked where the platform can, else spawned)."""
+    """One process per worker on this machine, over pipes (forked where the platform can, else spawned)."""
 
-    def __init__(self, configs: Sequence[ShardConfig], on_progress: ProgressHook | None = None,
+    def __init__(self, factories: Sequence[Factory], on_progress: ProgressHook | None = None,
                  idle: Callable[[], None] | None = None, idle_every: float = 1.0) -> None:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        ctx: Any = multiprocessing.get_context(method)
-        configs = [replace(c, forked=method == "fork") for c in configs]
-        self.count = len(configs)
+        ctx: Any = multiprocessing.get_context("fork" if forks() else "spawn")
+        self.count = len(factories)
         self.description = f"{self.count} worker processes"
         self.on_progress = on_progress
         self.idle, self.idle_every = idle, idle_every
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         try:
-            self._start(ctx, configs)
+            self._start(ctx, factories)
         except (OSError, MemoryError) as exc:  # fork or a pipe refused: no memory, too many processes
             self.close()
             raise WorkersNotStartedError(f"{type(exc).__name__}: {exc}") from None
@@ -132,10 +139,10 @@ class LocalWorkers:
             self.close()
             raise
 
-    def _start(self, ctx: Any, configs: Sequence[ShardConfig]) -> None:
-        for config in configs:
+    def _start(self, ctx: Any, factories: Sequence[Factory]) -> None:
+        for i, factory in enumerate(factories):
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(theirs, config), daemon=True, name=f"ownership-shard-{config.index}")
+            proc = ctx.Process(target=_serve, args=(theirs, factory), daemon=True, name=f"ownership-worker-{i}")
             proc.start()
             theirs.close()
             self.conns.append(mine)
