@@ -162,6 +162,11 @@ class Shard:
         self.act_of = ActionTally(inst).act_of
         self.n_actions = len(inst.spec.actions)
         self.seen: dict[Any, int] = {}
+        # A key's value in `seen` is ~n for the n-th state ever queued (pending) here; the ones queued this level
+        # are those with n >= pending_base.  A pending entry sits at pending[n - pending_base] until the level's
+        # sort; after it every entry is stored, so raising the base marks them all stored without touching `seen`
+        # again (each dict operation hashes the whole key, the costliest step of a shard's bookkeeping).
+        self.pending_base = 0
         self.parent = array("q")
         self.action = array("i")
         self.picks: dict[int, tuple[Any, ...]] = {}
@@ -204,7 +209,8 @@ class Shard:
         level_ranks.frombytes(ranks)
         current, self.next_states = self.next_states, []
         me, count, key, seen, pending = self.me, self.count, self.key, self.seen, self.pending
-        add_pending = pending.append
+        add_pending, queue = pending.append, seen.setdefault
+        base = self.pending_base
         checked, act_of, expand = self.checked, self.act_of, self.expand_state
         outboxes: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
         sent, mask = self.sent, SENT_SLOTS - 1
@@ -224,29 +230,30 @@ class Shard:
             rec_start.append(len(rec_acts))
             transitions += len(succs)
             rec_acts.extend([act_of[ai.index] for ai, _ in succs])
-            base = rank << KEY_BITS
+            okey_base = rank << KEY_BITS
             for j, (ai, sc) in enumerate(succs):
                 if sc.violations and not checked.isdisjoint(sc.violations):
-                    candidate = Candidate(base | j, StopReason.VIOLATION, ref, depth,
+                    candidate = Candidate(okey_base | j, StopReason.VIOLATION, ref, depth,
                                           self.inst.step_violated(sc, self.names), (ai.index, sc.picks))
                     break
                 h = sc.state if key is None else key(sc.state)
                 hh = hash(h)
                 dest = hh % count if forked else shard_of(h, count)
                 if dest == me:
-                    if h not in seen:  # sources come in key order: the first is the smallest
-                        seen[h] = ~len(pending)
-                        add_pending((base | j, h, sc.state, ref, ai.index, sc.picks))
+                    known = len(seen)
+                    queue(h, ~(base + len(pending)))
+                    if len(seen) != known:  # new; sources come in key order: the first is the smallest
+                        add_pending((okey_base | j, h, sc.state, ref, ai.index, sc.picks))
                 else:
                     slot = hh & mask
                     if sent[slot] == h:
                         continue
                     sent[slot] = h
-                    outboxes[dest].append((h, None if key is None else sc.state, base | j, ref, ai.index, sc.picks))
+                    outboxes[dest].append((h, None if key is None else sc.state, okey_base | j, ref, ai.index, sc.picks))
             if candidate is not None:
                 break
             if not succs and self.config.deadlock and not self.inst.is_terminal(st):
-                candidate = Candidate(base, StopReason.DEADLOCK, ref, self.level, "deadlock")
+                candidate = Candidate(okey_base, StopReason.DEADLOCK, ref, self.level, "deadlock")
                 break
             expanded += 1
             if not expanded % CHECK_EVERY:
@@ -267,25 +274,27 @@ class Shard:
 
     def receive(self, batches: list[bytes]) -> Received:
         """Take in the successors the other shards sent; store the new ones in key order and check them."""
-        seen, pending = self.seen, self.pending
+        seen, pending, base = self.seen, self.pending, self.pending_base
+        queue = seen.setdefault
         for blob in batches:
             if not blob:
                 continue
             for h, st, okey, ref, act, picks in pickle.loads(blob):
-                at = seen.get(h)
-                if at is None:
-                    seen[h] = ~len(pending)
+                known = len(seen)
+                at = queue(h, ~(base + len(pending)))
+                if len(seen) != known:
                     pending.append((okey, h, h if st is None else st, ref, act, picks))
-                elif at < 0 and okey < pending[~at][0]:  # new at this level: the smallest key reaches it first
-                    pending[~at] = (okey, h, h if st is None else st, ref, act, picks)
+                elif at < 0 and ~at >= base and okey < pending[~at - base][0]:
+                    # queued at this level: the smallest key reaches it first
+                    pending[~at - base] = (okey, h, h if st is None else st, ref, act, picks)
         pending.sort(key=itemgetter(0))
         found, self.pending = pending, []
         keys = array("q")
         candidate: Candidate | None = None
         parent, action, picks_of, nxt = self.parent, self.action, self.picks, self.next_states
-        for okey, h, st, ref, act, picks in found:
+        self.pending_base = base + len(found)  # every queued state is stored now (see __init__)
+        for okey, _h, st, ref, act, picks in found:
             lid = len(parent)
-            seen[h] = lid
             parent.append(ref)
             action.append(act)
             if picks:
