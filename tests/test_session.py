@@ -226,3 +226,17 @@ def test_check_engine_prove_refuses_the_search_limits_it_cannot_honour(flags: li
     res = CliRunner().invoke(app, ["check", str(SAFE), "--engine", "prove", *flags])
     assert res.exit_code == 2
     assert res.output.startswith("error[OWN013]: ") and flags[0] in res.output
+
+
+@pytest.mark.parametrize(("engine", "shortest"), [("explore", "breadth-first"), ("bmc", "depth by depth"),
+                                                   ("hypothesis", None)])
+def test_a_counterexample_says_it_is_shortest_only_where_the_engine_declares_so(engine: str, shortest: str | None) -> None:
+    settings = Settings(engine=engine, render=False, progress=False,
+                        options={"seed": 1, "max_examples": 50} if engine == "hypothesis" else {})
+    result = session.check(TOY, settings, outputs=False).result
+    assert result.trace is not None and result.shortest == shortest
+    assert registry.get(engine).capabilities.shortest == shortest
+    from ownership.render.text import result_report
+
+    said = next(line for line in result_report(result) if "Counterexample:" in line)
+    assert ("(shortest: " in said) == (shortest is not None), said

@@ -235,6 +235,9 @@ class CheckResult:
     """What the spec and the run were warned about (an unregistered action, an impossible allocation)."""
     coverage_kind: CoverageKind | None = None
     """The engine's kind of coverage; engines set it (``None``: inferred from the engine's name)."""
+    shortest: str | None = None
+    """How the counterexample is a shortest one (``breadth-first``), as the engine's capabilities declare it;
+    ``None``: not promised.  Set when the registry runs the engine."""
 
     def __post_init__(self) -> None:
         if self.coverage_kind is None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -112,8 +112,15 @@ class ModuleEngine:
         return result
 
     def run(self, inst: Instance, options: Any, progress: ProgressFn | None) -> CheckResult:
-        result: CheckResult = _load(self.runner)(inst, options, progress)
-        return result
+        return self.stamped(_load(self.runner)(inst, options, progress))
+
+    def stamped(self, result: CheckResult) -> CheckResult:
+        """``result`` with what the engine's capabilities promise of its counterexample."""
+        # An optimised free parameter's trace is the extreme value's, not a promise about its length.
+        if (result.trace is None or self.capabilities.shortest is None or result.engine != self.name
+                or result.extremum is not None):
+            return result
+        return replace(result, shortest=self.capabilities.shortest)
 
 
 @dataclass(frozen=True)
@@ -134,8 +141,7 @@ class ExploreEngine(ModuleEngine):
 
     def run(self, inst: Instance, options: Any, progress: ProgressFn | None) -> CheckResult:
         if isinstance(options, _load(self.free_options_type)):
-            result: CheckResult = _load(self.free_runner)(inst, options, progress)
-            return result
+            return self.stamped(_load(self.free_runner)(inst, options, progress))
         return super().run(inst, options, progress)
 
 
@@ -205,8 +211,9 @@ ENGINES: Mapping[str, Engine] = MappingProxyType({
                              "ownership.engines.explore:ExploreOptions",
                              Capabilities(shortest="breadth-first", deadlock=True, parallel=True),
                              (*EXPLORE_OPTIONS, *FREE_OPTIONS)),
+    # bmc asks depth 0, 1, 2, ... in turn (a breadth-first prefix first): its first violation is a shortest one.
     "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.z3run:BmcOptions",
-                        Capabilities(), (*FREE_OPTIONS, SOLVER_TIMEOUT)),
+                        Capabilities(shortest="depth by depth"), (*FREE_OPTIONS, SOLVER_TIMEOUT)),
     "hypothesis": ModuleEngine("hypothesis", CoverageKind.SAMPLED,
                                "ownership.engines.hypothesis_engine.engine:check_stateful",
                                "ownership.engines.hypothesis_engine.options:HypothesisOptions",

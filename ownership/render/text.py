@@ -359,7 +359,7 @@ def result_report(
             TraceKind.DEADLOCK: "deadlock",
             TraceKind.CTI: "counterexample to induction (its first state satisfies every invariant but may be unreachable)",
         }[result.trace.kind]
-        shortest = " (shortest: breadth-first)" if result.engine == "explore" else ""
+        shortest = f" (shortest: {result.shortest})" if result.shortest else ""
         lines.append("")
         n = len(result.trace)
         lines.append(f"  {kind[0].upper() + kind[1:]}: {n} step{'' if n == 1 else 's'}{shortest}, replayed through the spec")
