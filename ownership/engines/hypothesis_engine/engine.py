@@ -14,7 +14,7 @@ from ownership.core.result import CheckResult, CoverageKind, Measure, Stats, Sto
 from ownership.engines.bmcprefix import audit_prefix
 from ownership.engines.coverage import action_records, with_coverage
 from ownership.engines.hypothesis_engine.exhaustive import BfsPhase, breadth_first
-from ownership.engines.hypothesis_engine.machine import RunLog, machine_class
+from ownership.engines.hypothesis_engine.machine import Covered, machine_class
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.hypothesis_engine.reproduction import path_reproduction
 from ownership.engines.hypothesis_engine.sample import Sample, sample
@@ -24,7 +24,7 @@ from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 
 
-def _enabled_counts(inst: Instance, log: RunLog) -> list[int]:
+def _enabled_counts(inst: Instance, log: Covered) -> list[int]:
     """Per action, the visited states in which it was seen enabled.
 
     Hypothesis asks preconditions lazily, so for an action it was asked about
@@ -96,7 +96,7 @@ def check_stateful(
             drawn = sample(inst, options, seed, starts, progress)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or the wall-clock limit, before or between the phases
         drawn.interrupted = stop_reason_of(exc)
-    log = drawn.as_log()
+    log = drawn
     elapsed = time.monotonic() - started
     actions = action_records(
         inst, _enabled_counts(inst, log), [log.action_counts.get(a, 0) for a in inst.spec.actions],

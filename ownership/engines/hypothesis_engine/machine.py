@@ -33,8 +33,8 @@ class InvariantViolation(AssertionError):  # noqa: N818 - a failed check, like A
 
 
 @dataclass
-class RunLog:
-    """What a run observed; lives as long as one engine call (no global state)."""
+class Covered:
+    """What random runs covered: counts, the distinct states visited, and where each action was seen enabled."""
 
     examples: int = 0
     walks: int = 0
@@ -44,6 +44,12 @@ class RunLog:
     action_counts: Counter[str] = field(default_factory=Counter)
     enabled_in: dict[str, set[State]] = field(default_factory=dict)
     """Per action, the visited states in which it was seen enabled (preconditions are asked lazily)."""
+
+
+@dataclass
+class RunLog(Covered):
+    """What a run observed while it runs; lives as long as one engine call (no global state)."""
+
     last: Any = None  # the latest machine: after a failure, the shrunk example's
     started: float = field(default_factory=time.monotonic)
     next_progress: float = 0.0

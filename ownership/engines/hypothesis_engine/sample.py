@@ -14,9 +14,8 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import hypothesis
@@ -26,12 +25,12 @@ from hypothesis.reporting import with_reporter
 from ownership.core.limits import stop_reason_of
 from ownership.core.progress import ProgressFn
 from ownership.core.result import StopReason
-from ownership.engines.hypothesis_engine.machine import InvariantViolation, RunLog, SpecMachine, machine_class
+from ownership.engines.hypothesis_engine.machine import Covered, InvariantViolation, RunLog, SpecMachine, machine_class
 from ownership.engines.hypothesis_engine.options import HypothesisOptions
 from ownership.engines.hypothesis_engine.reproduction import hypothesis_reproduction
 from ownership.engines.hypothesis_engine.walks import Path, Start, swarm_walks
 from ownership.errors import Code, OwnershipError
-from ownership.lang.instance import Instance, State
+from ownership.lang.instance import Instance
 
 
 def hypothesis_settings(options: HypothesisOptions) -> settings:
@@ -91,24 +90,12 @@ class Found:
 
 
 @dataclass
-class Sample:
+class Sample(Covered):
     """What a random phase covered and found; merged over a swarm's workers by :func:`merge`."""
 
-    walks: int = 0
-    examples: int = 0
-    steps: int = 0
-    max_depth: int = 0
-    states: set[State] = field(default_factory=set)
-    action_counts: Counter[str] = field(default_factory=Counter)
-    enabled_in: dict[str, set[State]] = field(default_factory=dict)
     found: Found | None = None
     interrupted: StopReason | None = None
     seconds: float = 0.0
-
-    def as_log(self) -> RunLog:
-        """The counts as the run log the coverage records read."""
-        return RunLog(examples=self.examples, walks=self.walks, steps=self.steps, max_depth=self.max_depth,
-                      states=self.states, action_counts=self.action_counts, enabled_in=self.enabled_in)
 
 
 def sample(inst: Instance, options: HypothesisOptions, seed: int | None, starts: Sequence[Start],
@@ -147,7 +134,7 @@ def sample(inst: Instance, options: HypothesisOptions, seed: int | None, starts:
         interrupted = stop_reason_of(exc)
     except hypothesis.errors.InvalidDefinition as exc:
         raise OwnershipError(Code.SPEC_INVALID, f"spec {inst.spec.name}: {exc}", inst.spec.file) from None
-    return Sample(log.walks, log.examples, log.steps, log.max_depth, log.states, log.action_counts, log.enabled_in,
+    return Sample(log.examples, log.walks, log.steps, log.max_depth, log.states, log.action_counts, log.enabled_in,
                   found, interrupted, time.monotonic() - log.started)
 
 
