@@ -215,3 +215,26 @@ def test_max_seconds_holds_in_the_hypothesis_engine_and_in_engine_all(tmp_path: 
     assert took < UPPER_BOUND
     assert res.stdout.startswith("UNKNOWN  sglang_disagg_v0_5_21 (hypothesis)")
     assert "reached the time limit" in res.output
+
+
+def test_a_stop_swallowed_inside_a_ctypes_call_is_not_reported_as_an_error() -> None:
+    """Z3's finalisers call into ctypes; a stop raised there comes back as ArgumentError naming it."""
+    import ctypes
+    import sys
+    from types import SimpleNamespace
+
+    from ownership.core.limits import limited
+
+    reported: list[object] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = reported.append
+    try:
+        with limited(None):
+            hook = sys.unraisablehook
+            hook(SimpleNamespace(exc_value=ctypes.ArgumentError("argument 1: TimeUp: time limit of 1.0s reached")))
+            hook(SimpleNamespace(exc_value=ctypes.ArgumentError("argument 1: TypeError: wrong type")))
+            hook(SimpleNamespace(exc_value=ValueError("TimeUp: not a ctypes error")))
+    finally:
+        sys.unraisablehook = previous
+    assert [str(getattr(u, "exc_value", u)) for u in reported] == ["argument 1: TypeError: wrong type",
+                                                                   "TimeUp: not a ctypes error"]

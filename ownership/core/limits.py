@@ -129,6 +129,25 @@ def _watch(read_fd: int, stop_fd: int) -> None:
             _interrupt_z3()
 
 
+_STOP_NAMES = ("Stopped", "TimeUp", "Terminated", "Interrupted")
+
+
+def _is_stop(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is one of our stops, also as ctypes reports one raised while it converted an argument.
+
+    A stop that lands inside a ctypes call (a Z3 object's finaliser calling
+    ``Z3_dec_ref``) comes back as ``ArgumentError("argument 1: TimeUp: ...")``
+    with the stop's type only in its message.
+    """
+    if isinstance(exc, Stopped):
+        return True
+    ctypes = sys.modules.get("ctypes")
+    if ctypes is None or not isinstance(exc, ctypes.ArgumentError):
+        return False
+    _, _, rest = str(exc).partition(": ")
+    return rest.split(":", 1)[0] in _STOP_NAMES
+
+
 @contextlib.contextmanager
 def limited(max_seconds: float | None = None) -> Iterator[None]:
     """Within the block, the time limit raises :class:`TimeUp` and SIGTERM :class:`Terminated`.
@@ -173,7 +192,7 @@ def limited(max_seconds: float | None = None) -> Iterator[None]:
     def quiet_stops(unraisable: Any) -> None:
         # Our own stop, swallowed because it landed in a finaliser or a gc callback:
         # not worth a traceback (the alarm fires again); anything else is reported as usual.
-        if not isinstance(unraisable.exc_value, Stopped):
+        if not _is_stop(unraisable.exc_value):
             previous_hook(unraisable)
 
     read_fd, write_fd = os.pipe()
