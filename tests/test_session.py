@@ -16,6 +16,7 @@ from ownership import session
 from ownership.cli import app
 from ownership.core.result import CoverageKind, Verdict
 from ownership.engines import registry
+from ownership.engines.schema import Kind
 from ownership.errors import Code, OwnershipError
 from ownership.session import FLAGS, Settings
 
@@ -240,3 +241,13 @@ def test_a_counterexample_says_it_is_shortest_only_where_the_engine_declares_so(
 
     said = next(line for line in result_report(result) if "Counterexample:" in line)
     assert ("(shortest: " in said) == (shortest is not None), said
+
+
+def test_the_shared_flags_default_to_the_settings_defaults() -> None:
+    from ownership.session.settings import SHARED
+
+    defaults = {f.name: f.default for f in dataclasses.fields(Settings)}
+    for row in SHARED:
+        if row.kind is not Kind.EACH:
+            assert row.default == defaults[row.field], row.field
+    assert Settings().reproduce_flags() == []

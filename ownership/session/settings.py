@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ownership import inputs
@@ -91,10 +90,7 @@ class Settings:
         return out
 
     def _spell(self, row: Option, drawn_seed: int | None) -> list[str]:
-        value = self.value(row.field)
-        if row.kind is Kind.VALUE and row.field in _SHARED_FIELDS:
-            return [] if value == _DEFAULTS[row.field] else [row.flag, str(value)]
-        return row.spell(value, drawn_seed, bool(self.option("derandomize")))
+        return row.spell(self.value(row.field), drawn_seed, bool(self.option("derandomize")))
 
     def search_flags(self, params: Mapping[str, int], defaults: Mapping[str, int],
                      claim: Sequence[str] | None = None) -> list[str]:
@@ -117,7 +113,7 @@ class Settings:
 
 
 SHARED: tuple[Option, ...] = (
-    Option("engine", "--engine", names_folder=False, commands=()),
+    Option("engine", "--engine", default=registry.DEFAULT, names_folder=False, commands=()),
     Option("symmetry", "--no-symmetry", Kind.OFF, True, commands=()),
     Option("max_depth", "--max-depth", commands=()),
     Option("max_states", "--max-states", commands=()),
@@ -131,5 +127,4 @@ SHARED: tuple[Option, ...] = (
 FLAGS: tuple[Option, ...] = (*SHARED, *registry.OPTIONS)
 """Every flag of a check, spelled once, in the order of the reproduce line."""
 
-_DEFAULTS: Mapping[str, Any] = MappingProxyType({f.name: f.default for f in fields(Settings)})
 _SHARED_FIELDS = frozenset(f.name for f in fields(Settings)) - {"options"}
