@@ -100,6 +100,8 @@ class Code(enum.Enum):
     INSTANCE_NOT_PORTABLE = (106, "an instance cannot be rebuilt from its description")
 
     NEGATIVE_COUNT = (113, "a vocabulary operation is given a negative count of pages or a negative slot")
+    PROPERTY_INVALID = (114, "a temporal property or a fairness declaration is malformed")
+    PROPERTY_UNDECIDED = (115, "a temporal property was not decided by this engine")
 
     OPERATIONS_INVALID = (95, "a declaration of operations per request or of jobs is malformed")
     COUNTER_NOT_INT = (96, "counters_nonnegative names a variable that is not a declared integer")

@@ -173,7 +173,12 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
     def mismatch(msg: str) -> OwnershipError:
         return OwnershipError(Code.TRACE_MISMATCH, msg)
 
-    if trace.violation is not None and trace.violation not in inst.spec.invariants:
+    lasso = trace.kind is TraceKind.LASSO
+    if lasso and trace.violation not in inst.spec.properties:
+        known = ", ".join(inst.spec.properties) or "none"
+        raise mismatch(f"trace is a lasso breaking {trace.violation!r}, but spec {inst.spec.name} has no such "
+                       f"temporal property (known: {known})")
+    if trace.violation is not None and not lasso and trace.violation not in inst.spec.invariants:
         known = ", ".join(inst.spec.invariants) or "none"
         raise mismatch(f"trace says {trace.violation!r} is violated, but spec {inst.spec.name} has no such invariant (known: {known})")
     try:
@@ -185,6 +190,7 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
         where = ", ".join(f"{k}: spec has {a!r}, trace has {b!r}" for k, a, b in diff[:3])
         return ReplayOutcome(False, f"initial state differs: {where}", 0)
     flagged: tuple[str, ...] = ()
+    states, taken = [state], []
     for i, step in enumerate(trace.steps, start=1):
         action = inst.spec.actions.get(step.action)
         if action is None:
@@ -210,6 +216,10 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
             return ReplayOutcome(False, f"step {i}: {ai.label}: field {k} is {a!r} on replay but {b!r} in the trace{more}", i)
         state = succ.state
         flagged = succ.violations
+        states.append(state)
+        taken.append(ai.index)
+    if lasso:
+        return _judge_lasso(inst, trace, states, taken)
     violated = inst.violated(state) or next((n for n in inst.spec.invariants if n in flagged), None)
     if trace.violation is not None:
         # The state's own violation is the stronger evidence, so it is named first; an event-only
@@ -221,3 +231,28 @@ def replay(inst: Instance, trace: Trace) -> ReplayOutcome:
             return ReplayOutcome(False, f"replayed all {len(trace.steps)} steps but {trace.violation} holds at the end", len(trace.steps))
         return ReplayOutcome(True, f"replayed {len(trace.steps)} steps: {trace.violation} is violated, as the trace says", None, trace.violation)
     return ReplayOutcome(True, f"replayed {len(trace.steps)} steps" + (f"; final state violates {violated}" if violated else ""), None, violated)
+
+
+def _judge_lasso(inst: Instance, trace: Trace, states: list[State], taken: list[int]) -> ReplayOutcome:
+    """Whether the replayed lasso breaks its property on a fair path (:func:`ownership.lang.lasso.confirm`)."""
+    from ownership.lang.lasso import confirm
+
+    prop = inst.spec.properties[str(trace.violation)]
+    elements: list[int | None] = [None]
+    if prop.each is not None:
+        names = list(inst.names[prop.each.name])
+        if trace.subject is not None and trace.subject not in names:
+            raise OwnershipError(Code.TRACE_MISMATCH, f"lasso is for {trace.subject!r}, which is not an element of "
+                                 f"{prop.each.name} ({', '.join(names)})")
+        elements = [names.index(trace.subject)] if trace.subject is not None else list(range(len(names)))
+    loop = trace.loop if trace.loop is not None else len(trace.steps)
+    since = trace.since if trace.since is not None else 0
+    problem = None
+    for element in elements:
+        problem = confirm(inst, prop, element, states, taken, loop, since)
+        if problem is None:
+            n = len(trace.steps)
+            goes = "stays in its last state" if loop == n else f"returns to state {loop}"
+            return ReplayOutcome(True, f"replayed {n} steps: the path {goes} for ever and breaks "
+                                 f"{prop.name} on a fair path, as the trace says", None, prop.name)
+    return ReplayOutcome(False, f"replayed all {len(trace.steps)} steps but the lasso {problem}", len(trace.steps))

@@ -235,6 +235,8 @@ class CheckResult:
     """What the spec and the run were warned about (an unregistered action, an impossible allocation)."""
     coverage_kind: CoverageKind | None = None
     """The engine's kind of coverage; engines set it (``None``: inferred from the engine's name)."""
+    properties: tuple[str, ...] = ()
+    """The temporal properties the engine decided (on every fair path; explore only), beside the invariants."""
     shortest: str | None = None
     """How the counterexample is a shortest one (``breadth-first``), as the engine's capabilities declare it;
     ``None``: not promised.  Set when the registry runs the engine."""

@@ -82,6 +82,9 @@ class TraceKind(Enum):
     """A path from the initial state to a state where no action can run, though not every request is done."""
     CTI = "counterexample-to-induction"
     """A path from a state that satisfies every invariant but may be unreachable (``prove``'s induction step)."""
+    LASSO = "lasso"
+    """A path from the initial state whose end returns to the state at position ``loop``, for ever: a temporal
+    property's counterexample (``loop`` equal to the number of steps: the last state stays, nothing can run)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,18 @@ class Trace:
     kind: TraceKind = TraceKind.COUNTEREXAMPLE
     schema: TraceSchema = UNKNOWN_SCHEMA
     """The spec's shape, as :func:`ownership.core.replay.trace_schema` writes it."""
+    loop: int | None = None
+    """For a lasso: the position (0 is the initial state) the last step returns to; the steps from it repeat."""
+    since: int | None = None
+    """For a lasso: the position from which the property is broken (where ``P`` held and ``Q`` never came)."""
+    subject: str | None = None
+    """For a lasso of a property stated per element (``each=Req``): the element it is broken for."""
+
+    def __post_init__(self) -> None:
+        if (self.kind is TraceKind.LASSO) != (self.loop is not None):
+            raise ValueError("a lasso trace, and only a lasso trace, has a loop position")
+        if self.loop is not None and not 0 <= self.loop <= len(self.steps):
+            raise ValueError(f"loop position {self.loop} is outside the trace's {len(self.steps) + 1} states")
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -140,6 +155,12 @@ class Trace:
             out["deadlock"] = True
         elif self.kind is TraceKind.CTI:
             out["cti"] = True
+        elif self.kind is TraceKind.LASSO:
+            out["loop"] = self.loop
+            if self.since is not None:
+                out["since"] = self.since
+            if self.subject is not None:
+                out["subject"] = self.subject
         return out
 
     def dumps(self) -> str:
@@ -169,6 +190,8 @@ class Trace:
         extra = data.get("extra") or {}
         if extra.get("deadlock") and extra.get("cti"):
             raise bad("field extra marks the trace as both a deadlock and a counterexample to induction")
+        if "loop" in extra and (extra.get("deadlock") or extra.get("cti")):
+            raise bad("field extra marks the trace as a lasso (loop) and as a deadlock or a counterexample to induction")
         steps = tuple(
             Step(
                 action=raw["action"],
@@ -181,6 +204,11 @@ class Trace:
             for raw in data["steps"]
         )
         trace_kind = TraceKind.DEADLOCK if extra.get("deadlock") else (TraceKind.CTI if extra.get("cti") else TraceKind.COUNTEREXAMPLE)
+        loop = extra.get("loop")
+        if loop is not None:
+            trace_kind = TraceKind.LASSO
+            if loop > len(steps):
+                raise bad(f"field extra.loop is {loop}, past the trace's last state (position {len(steps)})")
         return Trace(
             spec=data["spec"],
             spec_path=data.get("spec_path"),
@@ -191,6 +219,9 @@ class Trace:
             engine=data.get("engine", ""),
             kind=trace_kind,
             schema=TraceSchema.from_json(extra.get("schema", {})),
+            loop=loop,
+            since=extra.get("since") if loop is not None else None,
+            subject=extra.get("subject") if loop is not None else None,
         )
 
     @staticmethod

@@ -49,10 +49,11 @@ def coverage(result: CheckResult) -> str:
     if result.coverage_kind is CoverageKind.SAMPLED:
         return _random_coverage(result, scope)
     if result.verdict is Verdict.PROVED and result.stop_reason is StopReason.EXHAUSTED:
-        return (
-            f"all reachable states of this instance checked ({base}); "
-            f"invariants {', '.join(result.invariants)} hold for every interleaving of any length at {scope}"
-        )
+        claims = [f"invariants {', '.join(result.invariants)} hold for every interleaving of any length"] \
+            if result.invariants else []
+        if result.properties:
+            claims.append(f"temporal properties {', '.join(result.properties)} hold on every fair path")
+        return f"all reachable states of this instance checked ({base}); {'; '.join(claims) or 'nothing checked'} at {scope}"
     if result.verdict is Verdict.BOUNDED_OK:
         return (
             f"no violation in any interleaving of up to {s.depth} steps ({base}); "

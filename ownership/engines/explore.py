@@ -157,7 +157,31 @@ def invariant_checker(inst: Instance, names: tuple[str, ...]) -> Any:
 
 
 def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress: ProgressFn | None = None) -> CheckResult:
-    """Check every invariant of ``inst`` on every reachable state, breadth-first."""
+    """Check every invariant of ``inst`` on every reachable state, breadth-first, then its temporal properties.
+
+    The properties (:mod:`ownership.engines.liveness`) are decided only once
+    the invariants held on every reachable state: a violation of an
+    invariant is reported first, and a search stopped at a limit decides
+    no property.
+    """
+    from ownership.engines import liveness
+
+    props = liveness.select_properties(inst, options.invariants)
+    result = _safety(inst, options, progress)
+    if not props or result.verdict is not Verdict.PROVED:
+        if props and result.verdict is not Verdict.VIOLATED:
+            names = ", ".join(p.name for p in props)
+            result = replace(result, notes=(*result.notes, f"temporal properties not decided ({names}): the "
+                                            "search of the invariants did not finish"))
+        return result
+    left = None if options.max_seconds is None else max(options.max_seconds - result.stats.seconds, 0.001)
+    limits = Limits(max_states=options.max_states, max_seconds=left,
+                    progress_every=options.progress_every, max_memory=options.max_memory)
+    return liveness.check_properties(inst, result, props, limits, progress)
+
+
+def _safety(inst: Instance, options: ExploreOptions, progress: ProgressFn | None) -> CheckResult:
+    """Every invariant on every reachable state (the explorer without temporal properties)."""
     from ownership.engines import compiled, parallel
 
     names = tuple(i.name for i in select_invariants(inst, options.invariants))
@@ -198,7 +222,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
             return parallel.explore_sharded(inst, replace(options, workers=parallel.machine_workers()), names, notes,
                                             progress, elapsed=outcome.seconds)
         except WorkersNotStartedError as exc:  # e.g. under a low address-space limit: one process, as asked of auto
-            result = explore(inst, replace(options, workers=1), progress)
+            result = _safety(inst, replace(options, workers=1), progress)
             return replace(result, notes=(*result.notes, f"the workers could not start ({exc}): searched in one "
                                           "process"))
     if every is not None:

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ownership import inputs
 from ownership.core.progress import ProgressFn
 from ownership.core.result import CheckResult, CoverageKind
+from ownership.core.trace import TraceKind
 from ownership.engines.schema import LIMITS, PROOF, RANDOM, Capabilities, Kind, Option
-from ownership.errors import Code, OwnershipError
+from ownership.errors import Code, OwnershipError, SpecWarning
 from ownership.kernel import KERNELS, STORAGES
 from ownership.lang.instance import Instance
 
@@ -112,13 +113,25 @@ class ModuleEngine:
         return result
 
     def run(self, inst: Instance, options: Any, progress: ProgressFn | None) -> CheckResult:
-        return self.stamped(_load(self.runner)(inst, options, progress))
+        return self.undecided(inst, options, self.stamped(_load(self.runner)(inst, options, progress)))
+
+    def undecided(self, inst: Instance, options: Any, result: CheckResult) -> CheckResult:
+        """``result`` with a warning (OWN115) per temporal property it checked though this engine cannot decide it."""
+        if self.capabilities.liveness or not inst.spec.properties:
+            return result
+        names = getattr(options, "invariants", None)
+        props = [p for p in inst.spec.properties.values() if names is None or p.name in names]
+        deciders = " or ".join(f"--engine {e.name}" for e in ENGINES.values() if e.capabilities.liveness)
+        warnings = [SpecWarning(Code.PROPERTY_UNDECIDED, f"{self.name} does not decide temporal properties: "
+                                f"{p.name} was not checked (run {deciders})", p.file, p.line, p.name) for p in props]
+        return replace(result, warnings=(*result.warnings, *warnings)) if warnings else result
 
     def stamped(self, result: CheckResult) -> CheckResult:
         """``result`` with what the engine's capabilities promise of its counterexample."""
         # An optimised free parameter's trace is the extreme value's, not a promise about its length.
+        # A lasso is short, not shortest: its loop is built to be fair, not minimal.
         if (result.trace is None or self.capabilities.shortest is None or result.engine != self.name
-                or result.extremum is not None):
+                or result.extremum is not None or result.trace.kind is TraceKind.LASSO):
             return result
         return replace(result, shortest=self.capabilities.shortest)
 
@@ -209,7 +222,7 @@ PROOF_OPTIONS = (
 ENGINES: Mapping[str, Engine] = MappingProxyType({
     "explore": ExploreEngine("explore", CoverageKind.EXHAUSTIVE, "ownership.engines.explore:explore",
                              "ownership.engines.explore:ExploreOptions",
-                             Capabilities(shortest="breadth-first", deadlock=True, parallel=True),
+                             Capabilities(shortest="breadth-first", deadlock=True, liveness=True, parallel=True),
                              (*EXPLORE_OPTIONS, *FREE_OPTIONS)),
     # bmc asks depth 0, 1, 2, ... in turn (a breadth-first prefix first): its first violation is a shortest one.
     "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.z3run:BmcOptions",

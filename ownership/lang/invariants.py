@@ -175,11 +175,13 @@ def select_invariants(inst: Instance, names: Sequence[str] | None) -> tuple[Inva
     if names is None:
         return tuple(spec.invariants.values())
     for name in names:
-        if name not in spec.invariants:
-            known = ", ".join(spec.invariants) or "none"
-            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant {name!r} (known: {known})",
+        if name not in spec.invariants and name not in spec.properties:
+            known = ", ".join([*spec.invariants, *spec.properties]) or "none"
+            what = "invariant or property" if spec.properties else "invariant"
+            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no {what} {name!r} (known: {known})",
                                  spec.file, spec.line)
-    return tuple(spec.invariants[name] for name in names)
+    # A temporal property's name selects it for the engines that decide properties (explore).
+    return tuple(spec.invariants[name] for name in names if name in spec.invariants)
 
 
 class InvariantChecks:

@@ -44,6 +44,7 @@ from ownership.lang.declarations import (
     Values,
     Var,
 )
+from ownership.lang.temporal import Fairness, Form, Property, declare
 from ownership.lang.types import type_of
 
 
@@ -70,6 +71,10 @@ class Spec:
     """Functions declared with :meth:`helper`, which a derived spec may replace."""
     warnings: list[SpecWarning] = field(default_factory=list)
     """What loading the spec file warned about (a function that looks like an unregistered action)."""
+    properties: dict[str, Property] = field(default_factory=dict)
+    """Temporal properties (:mod:`ownership.lang.temporal`): leads_to, always_eventually, eventually_always."""
+    fairness: dict[str, Fairness] = field(default_factory=dict)
+    """Fair actions by name (weak or strong, per action instance); an action not named is not fair."""
     accepted_mutants: dict[str, str] = field(default_factory=dict)
     """Mutant ids (see ``ownership mutate``) this spec accepts as survivors, with the reason.
     Not inherited by :meth:`derive`: each file answers for the mutants of its own code."""
@@ -221,6 +226,8 @@ class Spec:
             extensions=dict(self.extensions),
             derived_values=dict(self.derived_values),
             helpers=dict(self.helpers),
+            properties=dict(self.properties),
+            fairness=dict(self.fairness),
         )
 
     def replace(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -257,26 +264,77 @@ class Spec:
         self.helpers[name] = fn
         return _dispatcher(fn)
 
-    def action(self, fn: Callable[..., Any] | None = None, *, may_be_dead: str | None = None) -> Any:
+    def action(self, fn: Callable[..., Any] | None = None, *, may_be_dead: str | None = None,
+               fair: str | None = None) -> Any:
         """Decorator: register ``fn(s, arg: Domain, ...)`` as an action.
 
         Bare (``@spec.action``) or with arguments:
         ``@spec.action(may_be_dead="only runs when the pool is larger")``
         declares that the action may never fire at some instances, so a safe
         verdict in which it never fired is not reported as vacuous (the
-        reason is shown by ``ownership list``).
+        reason is shown by ``ownership list``).  ``fair="weak"`` or
+        ``fair="strong"`` says the engine never puts the action off for ever
+        (per instance: ``free(r)`` for each ``r``; see
+        :mod:`ownership.lang.temporal`): what temporal properties assume.
         """
         if fn is not None:
             if not callable(fn):
                 raise OwnershipError(Code.BAD_MAY_BE_DEAD, "@spec.action takes keyword arguments only "
                                      '(e.g. @spec.action(may_be_dead="why"))', *caller_location(2))
             return self._register_action(fn, None)
-        reason = self._dead_reason(may_be_dead, "@spec.action(may_be_dead=...)")
+        reason = None if may_be_dead is None and fair is not None else self._dead_reason(
+            may_be_dead, "@spec.action(may_be_dead=...)")
+        fairness = None if fair is None else Fairness.parse(fair, caller_location(2))
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
-            return self._register_action(f, reason)
+            out = self._register_action(f, reason)
+            if fairness is not None:
+                self.fairness[f.__name__] = fairness
+            return out
 
         return register
+
+    def fair(self, action: str, kind: str = "weak") -> None:
+        """Declare action ``action`` fair (``"weak"`` or ``"strong"``), e.g. an action inherited from a base spec.
+
+        A derived spec inherits its base's fairness; this changes it for
+        this spec only.
+        """
+        where = caller_location(2)
+        if action not in self.actions:
+            known = ", ".join(self.actions) or "none yet"
+            raise OwnershipError(Code.PROPERTY_INVALID, f"spec {self.name}: fair names no action {action!r} "
+                                 f"(known: {known}; declare it after the action)", *where)
+        self.fairness[action] = Fairness.parse(kind, where)
+
+    def leads_to(self, when: Callable[..., Any], then: Callable[..., Any], *, each: Domain | None = None,
+                 name: str | None = None) -> Property:
+        """Declare ``when ~> then``: whenever ``when`` holds, ``then`` holds then or later (on fair paths).
+
+        With ``each=Req`` both take the element too and the property is
+        checked for every element.  See :mod:`ownership.lang.temporal`.
+        """
+        return self._property(Form.LEADS_TO, when, then, each, name)
+
+    def always_eventually(self, holds: Callable[..., Any], *, each: Domain | None = None,
+                          name: str | None = None) -> Property:
+        """Declare ``[]<>holds``: ``holds`` is true again and again on every fair path."""
+        return self._property(Form.ALWAYS_EVENTUALLY, None, holds, each, name)
+
+    def eventually_always(self, holds: Callable[..., Any], *, each: Domain | None = None,
+                          name: str | None = None) -> Property:
+        """Declare ``<>[]holds``: on every fair path ``holds`` is true from some point on."""
+        return self._property(Form.EVENTUALLY_ALWAYS, None, holds, each, name)
+
+    def _property(self, form: Form, when: Callable[..., Any] | None, then: Callable[..., Any],
+                  each: Domain | None, name: str | None) -> Property:
+        where = caller_location(3)
+        prop = declare(self.name, form, when, then, each, name, where)
+        if prop.name in self.properties or prop.name in self.invariants:
+            raise OwnershipError(Code.PROPERTY_INVALID, f"spec {self.name}: property {prop.name} declared twice "
+                                 "(or named like an invariant)", *where)
+        self.properties[prop.name] = prop
+        return prop
 
     def may_be_dead(self, name: str, *, reason: str) -> None:
         """Declare that action ``name`` may never fire (see :meth:`action`), e.g. for an inherited action."""
@@ -390,11 +448,11 @@ class Spec:
     # -- queries ------------------------------------------------------------
     def validate(self) -> None:
         """Raise :class:`OwnershipError` if the spec cannot be checked."""
-        if not self.invariants:
+        if not self.invariants and not self.properties:
             raise OwnershipError(
                 Code.SPEC_NO_INVARIANTS,
-                f"spec {self.name} declares no invariants: add @spec.invariant functions "
-                "or use ownership.vocab's built-in ones",
+                f"spec {self.name} declares no invariants: add @spec.invariant functions, "
+                "use ownership.vocab's built-in ones, or state a temporal property (spec.leads_to, ...)",
                 self.file,
                 self.line,
             )
@@ -409,11 +467,12 @@ class Spec:
                     self.file,
                     self.line,
                 )
-        if self.expect is not None and self.expect.violates is not None and self.expect.violates not in self.invariants:
+        if (self.expect is not None and self.expect.violates is not None
+                and self.expect.violates not in self.invariants and self.expect.violates not in self.properties):
             raise OwnershipError(
                 Code.SPEC_INVALID,
                 f"spec {self.name} expects a violation of {self.expect.violates!r}, which is not one of its "
-                f"invariants ({', '.join(self.invariants)})",
+                f"invariants or properties ({', '.join([*self.invariants, *self.properties])})",
                 self.file,
                 self.line,
             )

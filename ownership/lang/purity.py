@@ -260,6 +260,9 @@ def check_static(spec: Any) -> None:
         check_function(act.fn, f"action {act.name}", seen, project)
     for inv in spec.invariants.values():
         check_function(inv.fn, f"invariant {inv.name}", seen, project)
+    for prop in spec.properties.values():
+        for fn in prop.functions():
+            check_function(fn, f"property {prop.name}", seen, project)
     for name, fn in spec.helpers.items():
         check_function(fn, f"helper {name}", seen, project)
     if spec.done is not None:
@@ -274,6 +277,7 @@ def watched_globals(spec: Any) -> list[tuple[dict[str, Any], str]]:
     project = Project(getattr(spec, "file", None))
     seen: set[int] = set()
     fns = [a.fn for a in spec.actions.values()] + [i.fn for i in spec.invariants.values()] + list(spec.helpers.values())
+    fns += [fn for prop in spec.properties.values() for fn in prop.functions()]
     for fn in [*fns, *([spec.done] if spec.done is not None else [])]:
         check_function(fn, "spec code", seen, project)
     return list(project.refs.values())

@@ -224,9 +224,11 @@ def _innermost(fn: Any) -> Any:
 
 
 def _registered(spec: Spec) -> Iterator[Any]:
-    """The functions ``spec`` registered itself: actions, invariants, helpers, terminal predicate."""
+    """The functions ``spec`` registered itself: actions, invariants, properties, helpers, terminal predicate."""
     yield from (a.fn for a in spec.actions.values())
     yield from (i.fn for i in spec.invariants.values())
+    for prop in spec.properties.values():
+        yield from prop.functions()
     yield from spec.helpers.values()
     if spec.done is not None:
         yield spec.done

@@ -16,7 +16,7 @@ from typing import Any
 
 from ownership.core.events import Read, Reply, Write
 from ownership.core.story import PoolShape, cell, keepers
-from ownership.core.trace import Trace, changed_fields
+from ownership.core.trace import Trace, TraceKind, changed_fields
 from ownership.render.dot_model import (
     FOLD_UNTOUCHED,
     GREY,
@@ -209,6 +209,8 @@ def steps_label(trace: Trace, model: DotModel) -> str:
         last = i == n_steps and i > 0
         colour = RED if last and trace.violation else (ORANGE if last and model.deadlock else None)
         number = font(esc(str(i)), size=12, bold=True, colour=colour)
+        if trace.kind is TraceKind.LASSO and trace.loop is not None and i > trace.loop:
+            number += "<BR/>" + font(esc("loop"), size=8, colour=RED, bold=True)
         if i == model.story.named_cause:
             number += "<BR/>" + font(esc("root"), size=8, colour=RED, bold=True) + "<BR/>" \
                 + font(esc("cause"), size=8, colour=RED, bold=True)

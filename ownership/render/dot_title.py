@@ -10,7 +10,7 @@ whether the client was told all was fine.
 from __future__ import annotations
 
 from ownership.core.events import Read, Write
-from ownership.core.trace import Trace
+from ownership.core.trace import Trace, TraceKind
 from ownership.render.dot_model import GREY, ORANGE, RED, DotModel, anomaly, esc, font
 
 
@@ -42,6 +42,12 @@ def _headline(trace: Trace, model: DotModel) -> tuple[str, str]:
         else:
             what = _symptom_text(trace, model) or f"{e.kind} by {e.get('req', '?')}"
         return f"{what} ({flag.invariant})", RED
+    if trace.kind is TraceKind.LASSO:
+        who = f" for {trace.subject}" if trace.subject else ""
+        if trace.loop == n:
+            return f"{trace.violation} is broken{who}: after step {n} nothing can run, and the path stays", RED
+        return (f"{trace.violation} is broken{who}: steps {(trace.loop or 0) + 1}-{n} repeat for ever "
+                f"(a fair loop back to state {trace.loop})"), RED
     if trace.violation:
         last = f": {trace.steps[-1].call}" if trace.steps else ""
         return f"{trace.violation} is violated after step {n}{last}", RED
@@ -103,7 +109,8 @@ def title_label(trace: Trace, model: DotModel) -> str:
     if params:
         row(font(esc(f"parameters: {params}"), size=10, colour=GREY))
     if trace.violation:
-        row(font(esc("invariant violated: ") + f"<B>{esc(trace.violation)}</B>", size=14, colour=RED))
+        label = "temporal property broken: " if trace.kind is TraceKind.LASSO else "invariant violated: "
+        row(font(esc(label) + f"<B>{esc(trace.violation)}</B>", size=14, colour=RED))
     text, colour = _headline(trace, model)
     row(font(esc(text), size=18, colour=colour, bold=True))
     for line, cause in _story_lines(trace, model):

@@ -86,6 +86,9 @@ def trace_to_itf(trace: Trace) -> dict[str, Any]:
         meta["invariant"] = trace.violation
     if trace.kind is TraceKind.DEADLOCK:
         meta["deadlock"] = True
+    if trace.kind is TraceKind.LASSO and trace.violation is not None:
+        del meta["invariant"]
+        meta["property"] = trace.violation
     states: list[dict[str, Any]] = []
     for i, state in enumerate(trace.states):
         out: dict[str, Any] = {"#meta": {"index": i}}
@@ -99,13 +102,23 @@ def trace_to_itf(trace: Trace) -> dict[str, Any]:
             out[ACTION_TAKEN] = step.action
             out[NONDET_PICKS] = _picks(step.args, step.picks)
         states.append(out)
-    return {"#meta": meta, "vars": [*names, ACTION_TAKEN, NONDET_PICKS], "states": states}
+    document: dict[str, Any] = {"#meta": meta, "vars": [*names, ACTION_TAKEN, NONDET_PICKS], "states": states}
+    if trace.kind is TraceKind.LASSO and trace.loop is not None:
+        # ITF's loop: the last state is followed by states[loop].  Our last state *is* the loop's first
+        # one again, so it is left out (unless nothing can run there: then it is followed by itself).
+        if trace.loop < len(trace.steps):
+            states.pop()
+            meta["loop-action"] = trace.steps[-1].action
+        document["loop"] = trace.loop
+    return document
 
 
 def _description(trace: Trace) -> str:
     n = len(trace.steps)
     steps = f"{n} step{'s' if n != 1 else ''}"
     by = f" found by {trace.engine}" if trace.engine else ""
+    if trace.kind is TraceKind.LASSO:
+        return f"lasso breaking {trace.violation} in {trace.spec} ({steps}, looping back to state {trace.loop}){by}"
     if trace.violation is not None:
         return f"counterexample to {trace.violation} in {trace.spec} ({steps}){by}"
     if trace.kind is TraceKind.DEADLOCK:

@@ -276,6 +276,8 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
         lines.extend(f"  {'':>3}  {'':<32} {w}" for w in wrapped[1:])
     else:
         lines.append(f"  {0:>3}  {'(initial state)':<32}")
+    if trace.kind is TraceKind.LASSO and trace.loop == 0 and trace.steps:
+        lines.append(_loop_marker(trace))
     hidden = set(ghosts)
     for pool in trace.schema.pools or ():
         # A page pool's holders and free counts change only by alloc/free events, which the table lists; a
@@ -303,11 +305,29 @@ def trace_table(trace: Trace, *, ghosts: Iterable[str] = ()) -> list[str]:
             right = body[k] if k < len(body) else ""
             lines.append(f"  {i if k == 0 else '':>3}  {left:<32} {right}")
         prev = step.state
+        if trace.kind is TraceKind.LASSO and i == trace.loop and i < len(trace.steps):
+            lines.append(_loop_marker(trace))
+    if trace.kind is TraceKind.LASSO:
+        lines.append(_loop_end(trace))
     beat = story.cause_beat if cause is not None else None
     if beat is not None:
         lines.extend(textwrap.wrap(f"root cause, step {beat.step}: {beat.text}", width=WIDTH,
                                    initial_indent="  ", subsequent_indent="    "))
     return lines
+
+
+def _loop_marker(trace: Trace) -> str:
+    first, last = (trace.loop or 0) + 1, len(trace.steps)
+    span = f"step {first}" if first == last else f"steps {first}-{last}"
+    return f"  {'':>3}  {'-- loop: ' + span + ' repeat for ever':<32}"
+
+
+def _loop_end(trace: Trace) -> str:
+    """The line under a lasso's last step: where it goes back to, or that it stays."""
+    since = f"; {trace.violation} is broken from state {trace.since} on" if trace.since is not None else ""
+    if trace.loop == len(trace.steps):
+        return f"  {'':>3}  -- no action can run here: the path stays in this state for ever{since}"
+    return f"  {'':>3}  -- back to state {trace.loop}, and round again for ever{since}"
 
 
 def reproduce_command(
@@ -358,6 +378,7 @@ def result_report(
             TraceKind.COUNTEREXAMPLE: "counterexample",
             TraceKind.DEADLOCK: "deadlock",
             TraceKind.CTI: "counterexample to induction (its first state satisfies every invariant but may be unreachable)",
+            TraceKind.LASSO: "lasso (a path that goes round for ever)",
         }[result.trace.kind]
         shortest = f" (shortest: {result.shortest})" if result.shortest else ""
         lines.append("")

@@ -127,8 +127,8 @@ def spec_run(
         expect=spec.expect,
         spec_location=Location(spec.file, spec.line),
         actions={n: Location(a.file, _def_line(a.file, a.line)) for n, a in spec.actions.items()},
-        invariants={n: Location(i.file, _def_line(i.file, i.line)) for n, i in spec.invariants.items()},
-        invariant_docs={n: i.doc for n, i in spec.invariants.items()},
+        invariants=checked_locations(spec),
+        invariant_docs=checked_docs(spec),
         ghosts=tuple(v.name for v in spec.vars.values() if v.ghost),
         derived=tuple(spec.derived_values.values()),
         files=tuple(str(f) for f in files),
@@ -143,8 +143,8 @@ def skipped_run(spec: Spec, path: str | Path, reason: str, *, mode: Mode = "test
         path=str(path),
         mode=mode,
         spec_location=Location(spec.file, spec.line),
-        invariants={n: Location(i.file, _def_line(i.file, i.line)) for n, i in spec.invariants.items()},
-        invariant_docs={n: i.doc for n, i in spec.invariants.items()},
+        invariants=checked_locations(spec),
+        invariant_docs=checked_docs(spec),
         skipped=reason,
     )
 
@@ -160,3 +160,17 @@ def error_run(path: str | Path | None, exc: OwnershipError, *, mode: Mode = "che
         error=exc.one_line(),
         error_location=Location(exc.file, exc.line),
     )
+
+
+def checked_locations(spec: Spec) -> dict[str, Location]:
+    """Where each invariant and temporal property is declared (one report entry each)."""
+    out = {n: Location(i.file, _def_line(i.file, i.line)) for n, i in spec.invariants.items()}
+    out.update({n: Location(p.file, p.line) for n, p in spec.properties.items()})  # the declaring call's line
+    return out
+
+
+def checked_docs(spec: Spec) -> dict[str, str]:
+    """The first-line documentation of each invariant and temporal property (a property's: its formula)."""
+    docs = {n: i.doc for n, i in spec.invariants.items()}
+    docs.update({n: p.doc or p.formula() for n, p in spec.properties.items()})
+    return docs

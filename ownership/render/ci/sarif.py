@@ -15,6 +15,7 @@ from typing import Any
 
 from ownership.core.expectation import DEADLOCK, judge
 from ownership.core.result import CheckResult
+from ownership.core.trace import TraceKind
 from ownership.core.verdicts import verdict_words
 from ownership.distribution import DIST_NAME
 from ownership.errors import Code, SpecWarning
@@ -230,7 +231,12 @@ def _violation_result(run: SpecRun, result: CheckResult, base: Path, expected: b
     trace = result.trace
     idx = rule_index(bad, run.invariant_docs.get(bad, ""))
     what = "deadlocks" if bad == DEADLOCK else f"violates {bad}"
-    if trace is not None and trace.steps:
+    if trace is not None and trace.kind is TraceKind.LASSO:
+        who = f" for {trace.subject}" if trace.subject else ""
+        goes = ("then nothing can run and it stays there for ever" if trace.loop == len(trace)
+                else f"then steps {(trace.loop or 0) + 1}-{len(trace)} repeat for ever")
+        text = f"{run.spec} breaks {bad}{who} on a fair path: {trace.loop} steps to state {trace.loop}, {goes}"
+    elif trace is not None and trace.steps:
         last = trace.steps[-1]
         text = f"{run.spec} {what} at step {len(trace)} of {len(trace)}: {last.call}"
     else:

@@ -1,0 +1,84 @@
+"""Temporal properties, decided exhaustively on the reachable graph (the explorer's second pass).
+
+Once the invariants hold on every reachable state, the explorer hands its
+result here if the spec states temporal properties
+(:mod:`ownership.lang.temporal`).  :func:`check_properties` builds the state
+graph with every edge (:mod:`.graph`), looks for a fair lasso that breaks each
+property (:mod:`.fair`, :mod:`.decide`), and replays and re-judges the one it
+reports (:mod:`.lasso`).  A graph search that stops at a limit decides
+nothing: the verdict is then not PROVED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ownership.core.progress import ProgressFn
+from ownership.core.result import CheckResult, StopReason, Verdict
+from ownership.engines.liveness.decide import Decider
+from ownership.engines.liveness.graph import build_graph
+from ownership.engines.liveness.lasso import lasso_trace
+from ownership.engines.search import Limits
+from ownership.errors import Code, OwnershipError
+from ownership.lang.instance import Instance
+from ownership.lang.temporal import Fairness, Property
+
+
+def select_properties(inst: Instance, names: Sequence[str] | None) -> tuple[Property, ...]:
+    """The properties a check decides: all of them, or those ``names`` (``--invariant``) lists."""
+    spec = inst.spec
+    if names is None:
+        return tuple(spec.properties.values())
+    return tuple(spec.properties[n] for n in names if n in spec.properties)
+
+
+def fairness_text(inst: Instance) -> str:
+    """``weak: free_pages, sweep; strong: none`` (what the verdict assumed)."""
+    fairness = inst.spec.fairness
+    parts = []
+    for kind in Fairness:
+        names = [a for a, k in fairness.items() if k is kind]
+        parts.append(f"{kind.value}: {', '.join(names) if names else 'none'}")
+    return "; ".join(parts)
+
+
+def check_properties(inst: Instance, result: CheckResult, props: Sequence[Property], limits: Limits,
+                     progress: ProgressFn | None = None) -> CheckResult:
+    """``result`` (the invariants held on every state) with ``props`` decided too."""
+    graph, outcome = build_graph(inst, limits, progress)
+    names = ", ".join(p.name for p in props)
+    if not outcome.complete:
+        reason = outcome.stop.reason
+        note = (f"temporal properties not decided ({names}): the state graph search {reason.value} after "
+                f"{len(graph):,} states")
+        return replace(result, verdict=Verdict.UNKNOWN, stop_reason=reason, notes=(*result.notes, note))
+    decider = Decider(inst, graph)
+    size = f"{len(graph):,} states, {graph.edges:,} transitions"
+    fairness = fairness_text(inst)
+    for prop in props:
+        lasso = decider.decide(prop)
+        if lasso is None:
+            continue
+        trace = lasso_trace(inst, lasso, "explore")
+        who = ""
+        if prop.each is not None and lasso.element is not None:
+            who = f" for {prop.each.name} {inst.names[prop.each.name][lasso.element]}"
+        note = (f"temporal property {prop.name} ({prop.formula()}) is broken{who} on a fair path; decided on the "
+                f"full state graph ({size}); fairness {fairness}")
+        return replace(result, verdict=Verdict.VIOLATED, stop_reason=StopReason.VIOLATION, violated=prop.name,
+                       trace=trace, notes=(*result.notes, note), properties=tuple(p.name for p in props))
+    note = f"temporal properties decided on the full state graph ({size}); fairness {fairness}"
+    return replace(result, notes=(*result.notes, note), properties=tuple(p.name for p in props))
+
+
+def refuse_unknown(inst: Instance, names: Sequence[str] | None) -> None:
+    """OWN012 for a name in ``names`` that is neither an invariant nor a property of the spec."""
+    if names is None:
+        return
+    spec = inst.spec
+    for name in names:
+        if name not in spec.invariants and name not in spec.properties:
+            known = ", ".join([*spec.invariants, *spec.properties]) or "none"
+            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant or property {name!r} "
+                                 f"(known: {known})", spec.file, spec.line)

@@ -1,0 +1,253 @@
+"""Temporal properties and fairness: declarations, the fair-component search, lassos, replay, other engines."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ownership.core.replay import replay
+from ownership.core.result import StopReason, Verdict
+from ownership.core.trace import Trace, TraceKind
+from ownership.engines.explore import ExploreOptions, explore
+from ownership.engines.liveness.fair import FairActions, components, cycle_through, fair_components
+from ownership.engines.liveness.graph import StateGraph
+from ownership.engines.storage import Tree
+from ownership.errors import Code, OwnershipError
+from ownership.lang.instance import Instance
+from ownership.lang.loader import load_spec
+from ownership.render.itf import trace_to_itf
+
+HERE = Path(__file__).resolve().parent / "liveness"
+
+
+def spec_of(name: str):  # type: ignore[no-untyped-def]
+    return load_spec(HERE / f"{name}.py")
+
+
+def graph(edges: dict[int, list[tuple[int, int]]], n: int) -> StateGraph:
+    """A hand-made graph: ``edges[src] = [(dst, action), ...]``."""
+    heads, targets, actions = array("q", [0]), array("q"), array("i")
+    for node in range(n):
+        for dst, act in edges.get(node, []):
+            targets.append(dst)
+            actions.append(act)
+        heads.append(len(targets))
+    return StateGraph(list(range(n)), heads, targets, actions, {}, Tree(), array("i", [0] * n))
+
+
+# -- the fair-component search on hand-made graphs ----------------------------------------------------------------
+def test_components_split_a_graph_into_its_strongly_connected_parts() -> None:
+    g = graph({0: [(1, 0)], 1: [(2, 0)], 2: [(1, 0), (3, 0)], 3: []}, 4)
+    assert sorted(sorted(c) for c in components(g, range(4))) == [[0], [1, 2], [3]]
+
+
+def test_weak_fairness_discards_a_cycle_that_never_takes_an_always_enabled_step() -> None:
+    # 0 <-> 1 by action 0; action 1 (0 -> 2) is enabled in 0 only; action 2 is enabled in both and never taken inside.
+    g = graph({0: [(1, 0), (2, 1), (2, 2)], 1: [(0, 0), (2, 2)], 2: [(2, 3)]}, 3)
+    assert sorted(map(sorted, fair_components(g, {0, 1}, FairActions()))) == [[0, 1]]
+    assert fair_components(g, {0, 1}, FairActions(weak=frozenset({2}))) == []
+    # Action 1 is disabled in state 1: weakly fair or not, the cycle stays fair.
+    assert sorted(map(sorted, fair_components(g, {0, 1}, FairActions(weak=frozenset({1}))))) == [[0, 1]]
+
+
+def test_strong_fairness_refines_a_component_to_the_states_where_the_starved_step_is_disabled() -> None:
+    # 0 -> 1 -> 2 -> 0, and 1 <-> 3 (a self-contained loop); action 9 leaves from state 0 only (to 4).
+    g = graph({0: [(1, 0), (4, 9)], 1: [(2, 0), (3, 1)], 2: [(0, 0)], 3: [(1, 1)], 4: [(4, 5)]}, 5)
+    assert fair_components(g, {0, 1, 2, 3}, FairActions(weak=frozenset({9}))) != []  # 9 disabled in 1, 2, 3
+    found = fair_components(g, {0, 1, 2, 3}, FairActions(strong=frozenset({9})))
+    assert sorted(map(sorted, found)) == [[1, 3]]  # the loop 1 <-> 3 never enables 9
+
+
+def test_a_dead_end_is_a_fair_component_and_a_transient_state_is_none() -> None:
+    g = graph({0: [(1, 0)], 1: []}, 2)
+    assert fair_components(g, {0, 1}, FairActions(weak=frozenset({0}))) == [frozenset({1})]
+    assert cycle_through(g, frozenset({1}), 1, FairActions()) == []
+
+
+def test_the_cycle_takes_every_fair_step_of_its_component() -> None:
+    g = graph({0: [(1, 0)], 1: [(0, 1), (2, 2)], 2: [(0, 3)]}, 3)
+    fair = FairActions(weak=frozenset({3}))
+    cycle = cycle_through(g, frozenset({0, 1, 2}), 0, fair)
+    assert 3 in [g.actions[e] for e in cycle]
+    assert g.targets[cycle[-1]] == 0
+
+
+# -- explore on specs ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_a_page_leak_is_a_fair_lasso_and_its_fix_holds(symmetry: bool) -> None:
+    buggy = explore(Instance(spec_of("page_leak_buggy")), ExploreOptions(symmetry=symmetry))
+    assert buggy.verdict is Verdict.VIOLATED and buggy.violated == "finished_pages_return"
+    trace = buggy.trace
+    assert trace is not None and trace.kind is TraceKind.LASSO
+    assert [s.action for s in trace.steps[:2]] == ["admit", "abort"] and trace.since == 2 and trace.loop == 2
+    assert trace.subject == "A"
+    fixed = explore(Instance(spec_of("page_leak_fixed")), ExploreOptions(symmetry=symmetry))
+    assert fixed.verdict is Verdict.PROVED and fixed.properties == ("finished_pages_return",)
+    assert "hold on every fair path" in fixed.coverage()
+
+
+def test_a_fix_that_frees_later_holds_only_if_the_sweep_is_fair() -> None:
+    spec = spec_of("page_leak_fixed")
+    spec.fairness.pop("sweep")
+    result = explore(Instance(spec))
+    assert result.verdict is Verdict.VIOLATED and result.trace is not None
+    assert [s.action for s in result.trace.steps[:2]] == ["admit", "abort"]
+    assert "fairness weak: finish, recycle; strong: none" in result.notes[-1]
+
+
+def test_without_fairness_a_path_only_has_to_keep_moving() -> None:
+    spec = spec_of("starved_admit")
+    spec.fairness.clear()
+    # One request: whatever is enabled is its own next step, and a path may not stop while one is.
+    assert explore(Instance(spec, {"requests": 1})).verdict is Verdict.PROVED
+    two = explore(Instance(spec))
+    assert two.verdict is Verdict.VIOLATED and two.trace is not None
+    assert "fairness weak: none; strong: none" in two.notes[-1]
+
+
+def test_a_state_where_nothing_runs_is_a_lasso_that_stays() -> None:
+    result = explore(Instance(spec_of("page_leak_buggy"), {"requests": 1}))
+    trace = result.trace
+    assert trace is not None and trace.loop == len(trace.steps) == 2
+    assert replay(Instance(spec_of("page_leak_buggy"), {"requests": 1}), trace).ok
+
+
+def test_weak_admission_starves_a_waiting_request_and_strong_does_not() -> None:
+    spec = spec_of("starved_admit")
+    spec.fair("admit", "weak")
+    weak = explore(Instance(spec))
+    assert weak.verdict is Verdict.VIOLATED and weak.violated == "waiting_gets_admitted"
+    spec.fair("admit", "strong")
+    assert explore(Instance(spec)).verdict is Verdict.PROVED
+
+
+def test_always_eventually_and_eventually_always() -> None:
+    spec = spec_of("page_leak_fixed")
+    kv = spec.extensions["ownership"].pools[0]
+
+    def nothing_held(s):  # type: ignore[no-untyped-def]
+        return all(len(kv.pages_of(s, r)) == 0 for r in s.all(spec.domains["Req"]))
+
+    spec.always_eventually(nothing_held)
+    spec.eventually_always(nothing_held)
+    inst = Instance(spec)
+    first = explore(inst, ExploreOptions(invariants=("always_eventually_nothing_held",)))
+    # Two requests can take turns holding the page for ever (finish and recycle taken, admit unfair).
+    assert first.verdict is Verdict.VIOLATED and first.trace is not None and first.trace.loop is not None
+    assert replay(inst, first.trace).ok
+    second = explore(inst, ExploreOptions(invariants=("eventually_always_nothing_held",)))
+    assert second.verdict is Verdict.VIOLATED and replay(inst, second.trace).ok  # type: ignore[arg-type]
+    # Fair admission of nobody, one request: it may stay idle for ever, so []<> holds; <>[] fails (admit, finish...).
+    single = explore(Instance(spec, {"requests": 1}), ExploreOptions(invariants=("always_eventually_nothing_held",)))
+    assert single.verdict is Verdict.PROVED
+
+
+def test_properties_wait_for_the_invariants_and_for_a_finished_search() -> None:
+    bounded = explore(Instance(spec_of("page_leak_buggy")), ExploreOptions(max_depth=2))
+    assert bounded.verdict is Verdict.BOUNDED_OK
+    assert any("temporal properties not decided" in n for n in bounded.notes)
+
+
+# -- the lasso on replay, in files --------------------------------------------------------------------------------
+def test_a_lasso_round_trips_through_json_and_replays() -> None:
+    inst = Instance(spec_of("page_leak_buggy"))
+    trace = explore(inst).trace
+    assert trace is not None
+    back = Trace.from_json(json.loads(trace.dumps()))
+    assert (back.kind, back.loop, back.since, back.subject) == (TraceKind.LASSO, trace.loop, trace.since, "A")
+    assert replay(inst, back).ok
+    # Moved loop: the path does not return there; another element: the property holds for it.
+    assert not replay(inst, replace(back, loop=1)).ok
+    assert not replay(inst, replace(back, subject="B")).ok
+
+
+def test_a_lasso_that_is_not_fair_does_not_replay() -> None:
+    spec = spec_of("page_leak_buggy")
+    inst = Instance(spec)
+    trace = explore(inst).trace
+    assert trace is not None
+    spec.fair("admit", "weak")  # now the loop starves admit(A)? no: A is aborted; B's admit is taken in the loop
+    assert replay(Instance(spec), trace).ok
+    spec.fair("abort", "strong")  # abort(B) is enabled in the loop (B runs) and never taken
+    outcome = replay(Instance(spec), trace)
+    assert not outcome.ok and "not fair to abort(B)" in outcome.message
+
+
+def test_itf_marks_the_loop() -> None:
+    trace = explore(Instance(spec_of("page_leak_buggy"))).trace
+    assert trace is not None and trace.loop is not None
+    itf = trace_to_itf(trace)
+    assert itf["loop"] == trace.loop
+    assert len(itf["states"]) == len(trace.steps)  # the last state is the loop's first again: left out
+    assert itf["#meta"]["property"] == "finished_pages_return"
+
+
+def test_a_corrupt_loop_position_is_refused() -> None:
+    trace = explore(Instance(spec_of("page_leak_buggy"))).trace
+    assert trace is not None
+    data = json.loads(trace.dumps())
+    data["extra"]["loop"] = 99
+    with pytest.raises(OwnershipError) as err:
+        Trace.from_json(data)
+    assert err.value.code is Code.TRACE_CORRUPT and "past the trace's last state" in err.value.message
+
+
+# -- declarations -------------------------------------------------------------------------------------------------
+def test_malformed_declarations_are_refused_at_their_line() -> None:
+    spec = spec_of("page_leak_fixed")
+    Req = spec.domains["Req"]
+    with pytest.raises(OwnershipError) as err:
+        spec.leads_to(lambda s: True, lambda s: True, each=Req, name="x")
+    assert err.value.code is Code.PROPERTY_INVALID and "expected (s, r)" in err.value.message
+    assert err.value.line is not None
+    with pytest.raises(OwnershipError) as err:
+        spec.leads_to(lambda s, r: True, lambda s, r: True, each=Req)
+    assert "needs name=" in err.value.message
+    with pytest.raises(OwnershipError) as err:
+        spec.always_eventually(lambda s: True, each="Req", name="y")  # type: ignore[arg-type]
+    assert "each= takes a domain" in err.value.message
+    with pytest.raises(OwnershipError) as err:
+        spec.fair("admit", "sometimes")
+    assert err.value.code is Code.PROPERTY_INVALID and "weak" in err.value.message
+    with pytest.raises(OwnershipError) as err:
+        spec.fair("nope")
+    assert "fair names no action 'nope'" in err.value.message
+    with pytest.raises(OwnershipError) as err:
+        spec.always_eventually(lambda s: True, name="finished_pages_return")
+    assert "declared twice" in err.value.message
+
+
+def test_a_property_that_returns_no_bool_is_refused() -> None:
+    spec = spec_of("page_leak_fixed")
+    spec.always_eventually(lambda s: [], name="listy")
+    with pytest.raises(OwnershipError) as err:
+        explore(Instance(spec), ExploreOptions(invariants=("listy",)))
+    assert err.value.code is Code.SPEC_NOT_BOOL
+
+
+def test_an_unknown_name_is_refused_and_a_property_name_selects_it() -> None:
+    inst = Instance(spec_of("page_leak_buggy"))
+    with pytest.raises(OwnershipError) as err:
+        explore(inst, ExploreOptions(invariants=("nope",)))
+    assert err.value.code is Code.UNKNOWN_INVARIANT and "finished_pages_return" in err.value.message
+    only_safety = explore(inst, ExploreOptions(invariants=("no_double_ownership",)))
+    assert only_safety.verdict is Verdict.PROVED and only_safety.properties == ()
+    only_liveness = explore(inst, ExploreOptions(invariants=("finished_pages_return",)))
+    assert only_liveness.verdict is Verdict.VIOLATED and only_liveness.stop_reason is StopReason.VIOLATION
+
+
+def test_engines_that_cannot_decide_properties_warn_instead_of_passing() -> None:
+    from ownership.engines.registry import ENGINES
+
+    inst = Instance(spec_of("page_leak_buggy"))
+    engine = ENGINES["bmc"]
+    from ownership.engines.z3run import BmcOptions
+
+    result = engine.run(inst, BmcOptions(max_depth=4), None)
+    assert [w.code for w in result.warnings] == [Code.PROPERTY_UNDECIDED]
+    assert "finished_pages_return was not checked (run --engine explore)" in result.warnings[0].message
+    assert result.vacuity()
