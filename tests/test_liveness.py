@@ -251,3 +251,39 @@ def test_engines_that_cannot_decide_properties_warn_instead_of_passing() -> None
     assert [w.code for w in result.warnings] == [Code.PROPERTY_UNDECIDED]
     assert "finished_pages_return was not checked (run --engine explore)" in result.warnings[0].message
     assert result.vacuity()
+
+
+# -- the vocabulary's built-in properties -------------------------------------------------------------------------
+def test_built_in_properties_follow_a_derived_spec_and_find_the_leak() -> None:
+    base = spec_of("page_leak_buggy")
+    own = base.extensions["ownership"]
+    St = base.vars["st"].type
+    fixed = base.derive("page_leak_with_builtins")
+
+    def ended(s, r):  # type: ignore[no-untyped-def]
+        return s.st[r] in (St.DONE, St.ABORTED)
+
+    def started(s, r):  # type: ignore[no-untyped-def]
+        return s.st[r] != St.IDLE
+
+    own.properties(ended=ended, started=started, spec=fixed)
+    assert "pages_return" not in base.properties and {"pages_return", "requests_finish"} <= set(fixed.properties)
+    prop = fixed.properties["pages_return"]
+    assert prop.file == __file__ and prop.formula() == "\\A r \\in Req: ended(r) ~> holds_no_page(r)"
+    result = explore(Instance(fixed), ExploreOptions(invariants=("pages_return",)))
+    assert result.verdict is Verdict.VIOLATED and result.trace is not None and replay(Instance(fixed), result.trace).ok
+    # A running request ends: finish is weakly fair, so it cannot be put off for ever.
+    assert explore(Instance(fixed), ExploreOptions(invariants=("requests_finish",))).verdict is Verdict.PROVED
+
+
+def test_built_in_properties_say_what_they_need() -> None:
+    own = spec_of("page_leak_fixed").extensions["ownership"]
+    with pytest.raises(OwnershipError) as err:
+        own.properties()
+    assert err.value.code is Code.PROPERTY_INVALID and "needs ended=" in err.value.message
+    with pytest.raises(OwnershipError) as err:
+        own.properties("requests_finish", ended=lambda s, r: True)
+    assert "requests_finish needs started=" in err.value.message
+    with pytest.raises(OwnershipError) as err:
+        own.properties("pages_came_back", ended=lambda s, r: True)
+    assert err.value.code is Code.UNKNOWN_INVARIANT and "pages_return" in err.value.message

@@ -137,6 +137,20 @@ class Ownership:
                 raise OwnershipError(Code.UNKNOWN_INVARIANT, f"no built-in invariant {n!r} (known: {', '.join(builtins)})", file, line)
             (spec or self.spec).invariant(builtins[n], name=n)
 
+    def properties(self, *names: str, ended: Callable[[Any, Any], Any] | None = None,
+                   started: Callable[[Any, Any], Any] | None = None, spec: Spec | None = None) -> None:
+        """Register built-in temporal properties per request (:mod:`ownership.vocab.liveness`).
+
+        ``pages_return`` (needs ``ended(s, r)``: the request finished or was
+        aborted) says its pages are eventually all freed; ``requests_finish``
+        (needs ``started(s, r)`` too) says an admitted request eventually
+        ends.  With no names, every one whose predicates are given.
+        ``spec`` registers them on a derived spec, leaving this one as it was.
+        """
+        from ownership.vocab.liveness import register
+
+        register(self, names, ended, started, spec)
+
     def _builtins(self, idle: Callable[[Any], bool] | None) -> dict[str, Callable[[Any], bool]]:
         Req = self.requests
         pools = self.pools
