@@ -177,7 +177,7 @@ def explore(inst: Instance, options: ExploreOptions = ExploreOptions(), progress
     left = None if options.max_seconds is None else max(options.max_seconds - result.stats.seconds, 0.001)
     limits = Limits(max_states=options.max_states, max_seconds=left,
                     progress_every=options.progress_every, max_memory=options.max_memory)
-    return liveness.check_properties(inst, result, props, limits, progress)
+    return liveness.check_properties(inst, result, props, limits, progress, symmetry=options.symmetry)
 
 
 def _safety(inst: Instance, options: ExploreOptions, progress: ProgressFn | None) -> CheckResult:

@@ -19,7 +19,10 @@ from ownership.core.result import CheckResult, StopReason, Verdict
 from ownership.engines.liveness.decide import Decider
 from ownership.engines.liveness.graph import build_graph
 from ownership.engines.liveness.lasso import lasso_trace
+from ownership.engines.liveness.quotient import build_quotient, check_symmetric
+from ownership.engines.liveness.unfold import QuotientDecider
 from ownership.engines.search import Limits
+from ownership.engines.symmetry import plan_symmetry
 from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.temporal import Fairness, Property
@@ -44,17 +47,35 @@ def fairness_text(inst: Instance) -> str:
 
 
 def check_properties(inst: Instance, result: CheckResult, props: Sequence[Property], limits: Limits,
-                     progress: ProgressFn | None = None) -> CheckResult:
-    """``result`` (the invariants held on every state) with ``props`` decided too."""
-    graph, outcome = build_graph(inst, limits, progress)
+                     progress: ProgressFn | None = None, symmetry: bool = True) -> CheckResult:
+    """``result`` (the invariants held on every state) with ``props`` decided too.
+
+    With ``symmetry`` and a domain to reduce, on the annotated quotient
+    (:mod:`.quotient`); otherwise on the full graph.
+    """
+    plan = plan_symmetry(inst)
+    reduced = symmetry and bool(plan.permuted or plan.sorted)
+    decider: Decider | QuotientDecider
+    if reduced:
+        quotient, outcome = build_quotient(inst, plan, limits, progress)
+        graph = quotient.graph
+    else:
+        graph, outcome = build_graph(inst, limits, progress)
     names = ", ".join(p.name for p in props)
     if not outcome.complete:
         reason = outcome.stop.reason
         note = (f"temporal properties not decided ({names}): the state graph search {reason.value} after "
                 f"{len(graph):,} states")
         return replace(result, verdict=Verdict.UNKNOWN, stop_reason=reason, notes=(*result.notes, note))
-    decider = Decider(inst, graph)
-    size = f"{len(graph):,} states, {graph.edges:,} transitions"
+    if reduced:
+        checked = check_symmetric(inst, quotient, props, (*plan.permuted, *plan.sorted))
+        decider = QuotientDecider(inst, quotient)
+        size = (f"the symmetry-reduced graph ({len(graph):,} states, {graph.edges:,} transitions; each edge's "
+                f"renaming kept, fairness judged on each component's concrete preimage; the properties' symmetry "
+                f"checked with {checked.split(' applied')[0]})")
+    else:
+        decider = Decider(inst, graph)
+        size = f"the full state graph ({len(graph):,} states, {graph.edges:,} transitions)"
     fairness = fairness_text(inst)
     for prop in props:
         lasso = decider.decide(prop)
@@ -64,11 +85,11 @@ def check_properties(inst: Instance, result: CheckResult, props: Sequence[Proper
         who = ""
         if prop.each is not None and lasso.element is not None:
             who = f" for {prop.each.name} {inst.names[prop.each.name][lasso.element]}"
-        note = (f"temporal property {prop.name} ({prop.formula()}) is broken{who} on a fair path; decided on the "
-                f"full state graph ({size}); fairness {fairness}")
+        note = (f"temporal property {prop.name} ({prop.formula()}) is broken{who} on a fair path; decided on "
+                f"{size}; fairness {fairness}")
         return replace(result, verdict=Verdict.VIOLATED, stop_reason=StopReason.VIOLATION, violated=prop.name,
                        trace=trace, notes=(*result.notes, note), properties=tuple(p.name for p in props))
-    note = f"temporal properties decided on the full state graph ({size}); fairness {fairness}"
+    note = f"temporal properties decided on {size}; fairness {fairness}"
     return replace(result, notes=(*result.notes, note), properties=tuple(p.name for p in props))
 
 

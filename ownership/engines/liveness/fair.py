@@ -23,7 +23,7 @@ nothing is enabled).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from ownership.engines.liveness.graph import StateGraph
@@ -98,39 +98,59 @@ def _cyclic(graph: StateGraph, comp: list[int]) -> bool:
     return graph.dead_end(node) or any(t == node for t in graph.successors(node))
 
 
-def fair_components(graph: StateGraph, allowed: Collection[int], fair: FairActions) -> list[frozenset[int]]:
-    """The maximal fair components of the subgraph induced by ``allowed``."""
+def concrete_judge(graph: StateGraph, fair: FairActions) -> Callable[[list[int], frozenset[int]], frozenset[int] | None]:
+    """The fairness of a component of a concrete graph, per action instance (see the module docstring)."""
+    actions, targets = graph.actions, graph.targets
+
+    def judge(comp: list[int], members: frozenset[int]) -> frozenset[int] | None:
+        everywhere: set[int] | None = None
+        somewhere: set[int] = set()
+        taken: set[int] = set()
+        for node in comp:
+            enabled = graph.enabled(node)
+            everywhere = set(enabled) if everywhere is None else everywhere & enabled
+            somewhere |= enabled
+            for e in graph.out(node):
+                if targets[e] in members:
+                    taken.add(actions[e])
+        if fair.weak & ((everywhere or set()) - taken):
+            return frozenset()
+        starved = (fair.strong & somewhere) - taken
+        if starved:
+            return frozenset(n for n in comp if starved.isdisjoint(graph.enabled(n)))
+        return None
+
+    return judge
+
+
+def fair_components(graph: StateGraph, allowed: Collection[int], fair: FairActions,
+                    judge: Callable[[list[int], frozenset[int]], frozenset[int] | None] | None = None,
+                    ) -> list[frozenset[int]]:
+    """The maximal fair components of the subgraph induced by ``allowed``.
+
+    ``judge`` decides the fairness of a cyclic component (default: per
+    concrete action instance, :func:`concrete_judge`); a state where nothing
+    can run is fair on its own.  Without fair actions every cyclic component is fair.
+    """
+    if judge is None:
+        judge = concrete_judge(graph, fair)
+    unconstrained = not fair.weak and not fair.strong
     found: list[frozenset[int]] = []
     work: list[Collection[int]] = [allowed]
-    actions = graph.actions
     while work:
         nodes = work.pop()
         for comp in components(graph, nodes):
             if not _cyclic(graph, comp):
                 continue
             members = frozenset(comp)
-            if len(comp) == 1 and graph.dead_end(comp[0]):
+            if unconstrained or (len(comp) == 1 and graph.dead_end(comp[0])):
                 found.append(members)
                 continue
-            everywhere: set[int] | None = None
-            somewhere: set[int] = set()
-            taken: set[int] = set()
-            for node in comp:
-                enabled = graph.enabled(node)
-                everywhere = set(enabled) if everywhere is None else everywhere & enabled
-                somewhere |= enabled
-                for e in graph.out(node):
-                    if graph.targets[e] in members:
-                        taken.add(actions[e])
-            if fair.weak & ((everywhere or set()) - taken):
-                continue
-            starved = (fair.strong & somewhere) - taken
-            if starved:
-                rest = [n for n in comp if starved.isdisjoint(graph.enabled(n))]
-                if rest:
-                    work.append(frozenset(rest))
-                continue
-            found.append(members)
+            verdict = judge(comp, members)
+            if verdict is None:
+                found.append(members)
+            elif verdict:
+                work.append(verdict)
     return found
 
 
