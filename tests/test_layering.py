@@ -336,7 +336,7 @@ def test_kernel_imports_nothing_from_the_layers_above_it() -> None:
 
 USERS = {
     "z3": ("symbolic/", "vocab/encodings.py", "engines/bmc.py", "engines/z3run.py", "engines/prove/",
-           "engines/paramexplore/"),
+           "engines/paramexplore/", "engines/liveness/bounded.py"),
     "hypothesis": ("engines/hypothesis_engine/", "testing/mbt.py", "testing/conformance.py"),
     "numba": ("kernel/",),
     "llvmlite": ("kernel/",),

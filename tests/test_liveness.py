@@ -240,17 +240,62 @@ def test_an_unknown_name_is_refused_and_a_property_name_selects_it() -> None:
     assert only_liveness.verdict is Verdict.VIOLATED and only_liveness.stop_reason is StopReason.VIOLATION
 
 
-def test_engines_that_cannot_decide_properties_warn_instead_of_passing() -> None:
+def test_an_engine_that_cannot_decide_properties_warns_instead_of_passing() -> None:
     from ownership.engines.registry import ENGINES
 
     inst = Instance(spec_of("page_leak_buggy"))
-    engine = ENGINES["bmc"]
+    bmc = ENGINES["bmc"]
+    blind = replace(bmc, capabilities=replace(bmc.capabilities, liveness=False))  # as an engine without liveness
+    safe = explore(inst, ExploreOptions(invariants=("no_double_ownership",)))
+    result = blind.undecided(inst, ExploreOptions(), safe)
+    (warning,) = [w for w in result.warnings if w.code is Code.PROPERTY_UNDECIDED]
+    assert "bmc does not decide temporal properties: finished_pages_return was not checked (run --engine explore" \
+        in warning.message
+    assert result.vacuity()
+    # Every engine decides them now: none of them warns.
+    assert all(e.capabilities.liveness for e in ENGINES.values())
+
+
+# -- bmc: the concrete search's graph when it exhausts the states, else a bounded lasso search ---------------------
+def test_bmc_decides_properties_exactly_when_its_concrete_search_exhausts_the_states() -> None:
+    from ownership.engines.bmc import bmc
     from ownership.engines.z3run import BmcOptions
 
-    result = engine.run(inst, BmcOptions(max_depth=4), None)
-    assert [w.code for w in result.warnings] == [Code.PROPERTY_UNDECIDED]
-    assert "finished_pages_return was not checked (run --engine explore)" in result.warnings[0].message
-    assert result.vacuity()
+    buggy = Instance(spec_of("page_leak_buggy"))
+    found = bmc(buggy, BmcOptions(max_depth=10))
+    assert found.verdict is Verdict.VIOLATED and found.violated == "finished_pages_return"
+    assert found.trace is not None and found.trace.kind is TraceKind.LASSO and replay(buggy, found.trace).ok
+    fixed = bmc(Instance(spec_of("page_leak_fixed")), BmcOptions(max_depth=10))
+    assert fixed.verdict is Verdict.BOUNDED_OK and fixed.properties == ("finished_pages_return",)
+    assert any("decided exactly, by a concrete search of every reachable state" in n for n in fixed.notes)
+
+
+@pytest.mark.parametrize("name", ["page_leak_buggy", "starved_admit"])
+def test_bmc_finds_the_lassos_symbolically(name: str) -> None:
+    from ownership.engines.bmc import bmc
+    from ownership.engines.z3run import BmcOptions
+
+    spec = spec_of(name)
+    if name == "starved_admit":
+        spec.fair("admit", "weak")
+    inst = Instance(spec)
+    found = bmc(inst, BmcOptions(max_depth=8, prefix_states=0))
+    assert found.verdict is Verdict.VIOLATED and found.trace is not None and found.trace.loop is not None
+    assert replay(inst, found.trace).ok
+    assert any("fair lasso of" in n for n in found.notes)
+    # The same length as the shortest lasso the explicit search can find here (depth by depth).
+    assert len(found.trace) <= len(explore(inst).trace or ())  # type: ignore[arg-type]
+
+
+def test_bmc_bounds_what_it_cannot_find_and_says_so() -> None:
+    from ownership.engines.bmc import bmc
+    from ownership.engines.z3run import BmcOptions
+
+    spec = spec_of("starved_admit")
+    spec.fair("admit", "strong")
+    result = bmc(Instance(spec), BmcOptions(max_depth=6, prefix_states=0))
+    assert result.verdict is Verdict.BOUNDED_OK
+    assert any("no fair lasso of up to 6 steps breaks waiting_gets_admitted" in n for n in result.notes)
 
 
 # -- the vocabulary's built-in properties -------------------------------------------------------------------------
@@ -375,3 +420,57 @@ def test_a_property_that_names_an_element_is_refused_under_symmetry() -> None:
     assert err.value.line is not None
     unreduced = explore(Instance(spec), ExploreOptions(invariants=("always_eventually_first_idle",), symmetry=False))
     assert unreduced.verdict in (Verdict.PROVED, Verdict.VIOLATED)
+
+
+# -- prove and hypothesis -----------------------------------------------------------------------------------------
+def test_prove_decides_properties_on_the_enumerated_reachable_states() -> None:
+    from ownership.engines.prove import prove
+    from ownership.engines.z3run import BmcOptions
+
+    buggy = Instance(spec_of("page_leak_buggy"))
+    found = prove(buggy, BmcOptions(spacer=False))
+    assert found.verdict is Verdict.VIOLATED and found.trace is not None and replay(buggy, found.trace).ok
+    fixed = prove(Instance(spec_of("page_leak_fixed")), BmcOptions(spacer=False))
+    assert fixed.verdict is Verdict.PROVED and fixed.properties == ("finished_pages_return",)
+    # Past --reach-states the property is not decided: never PROVED.
+    capped = prove(Instance(spec_of("page_leak_fixed")), BmcOptions(spacer=False, reach_states=3))
+    assert capped.verdict is Verdict.UNKNOWN
+    assert any("symbolic liveness methods are not built yet" in n for n in capped.notes)
+
+
+def test_hypothesis_decides_exactly_when_its_first_phase_exhausts_the_space() -> None:
+    from ownership.engines.hypothesis_engine.engine import check_stateful
+    from ownership.engines.hypothesis_engine.options import HypothesisOptions
+
+    buggy = Instance(spec_of("page_leak_buggy"))
+    found = check_stateful(buggy, HypothesisOptions(derandomize=True))
+    assert found.verdict is Verdict.VIOLATED and found.trace is not None and found.trace.loop is not None
+    fixed = check_stateful(Instance(spec_of("page_leak_fixed")), HypothesisOptions(derandomize=True))
+    assert fixed.verdict is Verdict.PROVED and fixed.properties == ("finished_pages_return",)
+
+
+def test_hypothesis_lasso_walks_find_a_leak_and_never_prove() -> None:
+    from ownership.engines.hypothesis_engine.engine import check_stateful
+    from ownership.engines.hypothesis_engine.options import HypothesisOptions
+
+    options = HypothesisOptions(derandomize=True, exhaustive_states=0, max_examples=5, walks=40, steps=30)
+    buggy = Instance(spec_of("page_leak_buggy"), {"requests": 3})
+    found = check_stateful(buggy, options)
+    assert found.verdict is Verdict.VIOLATED and found.trace is not None and found.trace.kind is TraceKind.LASSO
+    assert replay(buggy, found.trace).ok and "a lasso is evidence, never a proof" in found.notes[0]
+    fixed = check_stateful(Instance(spec_of("page_leak_fixed"), {"requests": 3}), options)
+    assert fixed.verdict is Verdict.BOUNDED_OK and fixed.properties == ("finished_pages_return",)
+    assert any("found no fair lasso breaking them (sampled: not a proof)" in n for n in fixed.notes)
+
+
+def test_a_long_wait_without_a_lasso_is_suspected_never_a_verdict() -> None:
+    import random
+
+    from ownership.engines.hypothesis_engine.lassos import lasso_walks
+
+    spec = spec_of("starved_admit")
+    spec.fair("admit", "strong")  # holds: no fair lasso, but a waiting request can wait long in a random walk
+    inst = Instance(spec, {"requests": 3})
+    search = lasso_walks(inst, list(spec.properties.values()), 30, 60, random.Random(1))
+    assert search.found is None and search.loops > 0
+    assert all(s.startswith("suspected, not a verdict") for s in search.suspected())

@@ -60,9 +60,58 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     result = bounded_search(inst, options, progress)
     if result.stop_reason in STOPPED:
         return with_coverage(result, inst, ())  # stopped: no further search past the limit or the signal
+    result = _properties(inst, options, result)
+    if result.stop_reason in STOPPED:
+        return with_coverage(result, inst, ())
     # The solver never enumerates states: a small concrete search, as deep as the bound, says which actions fire.
     return with_coverage(free_coverage_note(result, options), inst,
                          search_coverage(inst, max_depth=options.max_depth, symmetry=options.symmetry))
+
+
+def _properties(inst: Instance, options: BmcOptions, result: CheckResult) -> CheckResult:
+    """``result`` (the invariants' bounded check) with the temporal properties searched for a fair lasso too.
+
+    Only once the invariants held within the bound; a lasso found replaces
+    the result, else the bound (or, when no execution outlasts it, the proof)
+    covers the properties too.
+    """
+    props = [p for p in inst.spec.properties.values() if options.invariants is None or p.name in options.invariants]
+    if not props or not result.safe:
+        return result
+    if options.free or options.minimize or options.maximize:
+        from ownership.errors import SpecWarning
+
+        warnings = tuple(SpecWarning(Code.PROPERTY_UNDECIDED, f"bmc does not decide temporal properties with --free: "
+                                     f"{p.name} was not checked (fix the parameter)", p.file, p.line, p.name)
+                         for p in props)
+        return dataclasses.replace(result, warnings=(*result.warnings, *warnings))
+    from ownership.engines.liveness import check_properties
+    from ownership.engines.liveness.bounded import bounded_lasso
+    from ownership.engines.search import Limits
+
+    start = time.perf_counter()
+    if options.prefix_states:
+        # As for the invariants, a concrete search first: if it exhausts the reachable states within its
+        # budget, the properties are decided exactly on that graph (a lasso of any length, or none).
+        exact = check_properties(inst, result, props, Limits(max_states=options.prefix_states),
+                                 symmetry=options.symmetry, engine="bmc")
+        if exact.verdict is not Verdict.UNKNOWN:
+            decided = exact.notes[-1].replace("decided on the ", "decided exactly, by a concrete search of every reachable state, on the ")
+            return dataclasses.replace(exact, notes=(*exact.notes[:-1], decided),
+                                       stats=dataclasses.replace(exact.stats, seconds=result.stats.seconds
+                                                                 + time.perf_counter() - start))
+    reached = Reached(None)
+    live = until_stopped("bmc", inst, options, start, reached, lambda: bounded_lasso(inst, props, options, start))
+    seconds = result.stats.seconds + live.stats.seconds
+    fresh = tuple(n for n in live.notes if n not in result.notes)  # the audit's note is said once
+    if live.verdict is Verdict.VIOLATED:
+        return dataclasses.replace(live, invariants=result.invariants, notes=(*result.notes, *fresh),
+                                   stats=dataclasses.replace(live.stats, seconds=seconds))
+    verdict = min(result.verdict, live.verdict)
+    reason = result.stop_reason if verdict is result.verdict else live.stop_reason
+    return dataclasses.replace(result, verdict=verdict, stop_reason=reason, properties=live.properties,
+                               notes=(*result.notes, *fresh),
+                               stats=dataclasses.replace(result.stats, seconds=seconds))
 
 
 def bounded_search(inst: Instance, options: BmcOptions, progress: Any) -> CheckResult:

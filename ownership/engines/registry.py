@@ -226,14 +226,14 @@ ENGINES: Mapping[str, Engine] = MappingProxyType({
                              (*EXPLORE_OPTIONS, *FREE_OPTIONS)),
     # bmc asks depth 0, 1, 2, ... in turn (a breadth-first prefix first): its first violation is a shortest one.
     "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.z3run:BmcOptions",
-                        Capabilities(shortest="depth by depth"), (*FREE_OPTIONS, SOLVER_TIMEOUT)),
+                        Capabilities(shortest="depth by depth", liveness=True), (*FREE_OPTIONS, SOLVER_TIMEOUT)),
     "hypothesis": ModuleEngine("hypothesis", CoverageKind.SAMPLED,
                                "ownership.engines.hypothesis_engine.engine:check_stateful",
                                "ownership.engines.hypothesis_engine.options:HypothesisOptions",
-                               Capabilities(parallel=True), RANDOM_OPTIONS),
+                               Capabilities(liveness=True, parallel=True), RANDOM_OPTIONS),
     # A proof's folder is named by what it claims (-p, --free, --where, -i), not by how it was searched.
     "prove": ModuleEngine("prove", CoverageKind.PROOF, "ownership.engines.prove:prove", "ownership.engines.z3run:BmcOptions",
-                          Capabilities(), (*FREE_OPTIONS, SOLVER_TIMEOUT, *PROOF_OPTIONS),
+                          Capabilities(liveness=True), (*FREE_OPTIONS, SOLVER_TIMEOUT, *PROOF_OPTIONS),
                           claim_flags=("free", "where", "invariants")),
 })
 """Every engine, by the name ``--engine`` takes."""

@@ -96,7 +96,8 @@ def confirm(inst: Instance, prop: Property, element: int | None, states: Sequenc
     else:
         if prop.form is Form.LEADS_TO and not value(prop, "when", states[since], args):
             return f"does not meet its when-condition at state {since}"
-        if any(value(prop, "then", st, args) for st in states[since:]):
+        # From the break on, and all round the loop (its states come again after the break).
+        if any(value(prop, "then", st, args) for st in states[min(since, loop):]):
             return "meets its then-condition"
     went = frozenset(taken[loop:])
     weak, strong = fair_instances(inst)

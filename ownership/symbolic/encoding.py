@@ -206,8 +206,30 @@ class SymbolicSpec:
     # -- formulas ---------------------------------------------------------------
     def invariant_formula(self, name: str) -> z3.BoolRef:
         """The invariant as one formula over the placeholder cells."""
+        return self._formula(self.invariants[name])
+
+    def predicate_formula(self, fn: Callable[..., Any], args: Sequence[Any], what: str, file: str | None,
+                          line: int | None) -> z3.BoolRef:
+        """A state predicate ``fn(s, *args)`` (a temporal property's function) as one formula over the cells.
+
+        It is held to an invariant's rules: it only reads (OWN067), flags
+        nothing (OWN064) and returns a bool (OWN065).
+        """
+        paths = self._paths(_bind(self.merged(fn), self.view, list(args)), what, file)
+        for p in paths:
+            if p.writes:
+                raise OwnershipError(Code.SPEC_IMPURE, f"{what} writes the state: it must only read it", file, line)
+            if p.flags:
+                raise OwnershipError(Code.SPEC_INVALID, f"{what} flags a violation: a property only judges a state",
+                                     file, line)
+            if p.enabled and not is_truth_value(p.result):
+                raise OwnershipError(Code.SPEC_NOT_BOOL, f"{what} returned {type(p.result).__name__}, not a bool",
+                                     file, line)
+        return self._formula(paths)
+
+    def _formula(self, paths: Sequence[Path]) -> z3.BoolRef:
         disj = []
-        for p in self.invariants[name]:
+        for p in paths:
             if not p.enabled:
                 continue
             r = p.result

@@ -61,26 +61,10 @@ def extract(
     ]
     path: list[tuple[int, list[Any]]] = []
     solver_states: list[State] = [states[0]]
-    for k in range(depth):
-        j = model.eval(un.selector(k), model_completion=True).as_signed_long()
-        if j < 0:  # stutter step (padding used by --minimize/--maximize)
+    for k, step in enumerate(model_steps(un, model, depth, inst, engine)):
+        if step is None:  # stutter step (padding used by --minimize/--maximize)
             continue
-        pr = un.paths[j]
-        ap = sym.actions[pr.action]
-        args = []
-        for a in ap.arg_values:
-            args.append(int_of(model.eval(un.at(a, k), model_completion=True)) if isinstance(a, z3.ExprRef) else a)
-        try:
-            ai = inst.find_instance(ap.action, args)
-        except KeyError:
-            raise OwnershipError(Code.INTERNAL_REPLAY, f"{engine}: step {k + 1}: no action instance {ap.action}{tuple(args)}") from None
-        picks: list[Any] = []
-        for entry in pr.path.picks:
-            if callable(entry):
-                picks.extend(entry(lambda e, k=k, j=j: model.eval(un.at(e, k, j), model_completion=True)))
-            else:
-                picks.append(entry)
-        path.append((ai.index, picks))
+        path.append(step)
         solver_states.append(states[k + 1])
     # Replay first without judging the end, so a mismatch is reported at its step and field.
     trace = build_trace(inst, path, engine=engine, violation=None, start=states[0] if cti else None)
@@ -101,6 +85,35 @@ def extract(
         raise OwnershipError(Code.INTERNAL_REPLAY, f"{engine}: the trace's final state satisfies {violation} on replay")
     return dataclasses.replace(trace, violation=violation), inst
 
+
+
+def model_steps(un: Unroller, model: z3.ModelRef, depth: int, inst: Instance,
+                engine: str) -> list[tuple[int, list[Any]] | None]:
+    """The step the model takes from each of its first ``depth`` states: (action instance, picks), ``None`` to stutter."""
+    sym = un.sym
+    out: list[tuple[int, list[Any]] | None] = []
+    for k in range(depth):
+        j = model.eval(un.selector(k), model_completion=True).as_signed_long()
+        if j < 0:
+            out.append(None)
+            continue
+        pr = un.paths[j]
+        ap = sym.actions[pr.action]
+        args = []
+        for a in ap.arg_values:
+            args.append(int_of(model.eval(un.at(a, k), model_completion=True)) if isinstance(a, z3.ExprRef) else a)
+        try:
+            ai = inst.find_instance(ap.action, args)
+        except KeyError:
+            raise OwnershipError(Code.INTERNAL_REPLAY, f"{engine}: step {k + 1}: no action instance {ap.action}{tuple(args)}") from None
+        picks: list[Any] = []
+        for entry in pr.path.picks:
+            if callable(entry):
+                picks.extend(entry(lambda e, k=k, j=j: model.eval(un.at(e, k, j), model_completion=True)))
+            else:
+                picks.append(entry)
+        out.append((ai.index, picks))
+    return out
 
 
 def first_failing(un: Unroller, model: z3.ModelRef, names: Sequence[str], k: int) -> str:

@@ -49,6 +49,22 @@ def check_stateful(
     inst: Instance, options: HypothesisOptions = HypothesisOptions(),  # noqa: B008 - frozen
     progress: ProgressFn | None = None,
 ) -> CheckResult:
+    """Check ``inst``'s invariants (:func:`check_invariants`), then its temporal properties by lasso walks.
+
+    The properties are judged only once the invariants held (exactly when the
+    breadth-first phase exhausted the space: :func:`~.lassos.with_properties`).
+    """
+    from ownership.engines.hypothesis_engine.lassos import with_properties
+
+    result = check_invariants(inst, options, progress)
+    seed = result.options.get("seed", options.seed)
+    return with_properties(inst, result, options, seed)
+
+
+def check_invariants(
+    inst: Instance, options: HypothesisOptions = HypothesisOptions(),  # noqa: B008 - frozen
+    progress: ProgressFn | None = None,
+) -> CheckResult:
     """Check ``inst``: a capped breadth-first search, then random interleavings until one fails or the examples run out.
 
     The spec checks the other engines run come first (OWN060 on a concrete

@@ -47,7 +47,7 @@ def fairness_text(inst: Instance) -> str:
 
 
 def check_properties(inst: Instance, result: CheckResult, props: Sequence[Property], limits: Limits,
-                     progress: ProgressFn | None = None, symmetry: bool = True) -> CheckResult:
+                     progress: ProgressFn | None = None, symmetry: bool = True, engine: str = "explore") -> CheckResult:
     """``result`` (the invariants held on every state) with ``props`` decided too.
 
     With ``symmetry`` and a domain to reduce, on the annotated quotient
@@ -81,7 +81,7 @@ def check_properties(inst: Instance, result: CheckResult, props: Sequence[Proper
         lasso = decider.decide(prop)
         if lasso is None:
             continue
-        trace = lasso_trace(inst, lasso, "explore")
+        trace = lasso_trace(inst, lasso, engine)
         who = ""
         if prop.each is not None and lasso.element is not None:
             who = f" for {prop.each.name} {inst.names[prop.each.name][lasso.element]}"

@@ -63,6 +63,7 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     result = until_stopped("prove", inst, options, start, reached, run)
     if result.stop_reason in STOPPED:
         return with_coverage(result, inst, result.actions)  # no coverage search past the limit or the signal
+    result = _properties(inst, options, result)
     actions = result.actions
     if not actions and result.stop_reason not in STOPPED:
         # Proved by induction or Spacer (or refuted): no states were enumerated, so a small
@@ -70,6 +71,35 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
         result = free_coverage_note(result, options)
         actions = search_coverage(inst, symmetry=options.symmetry)
     return with_coverage(result, inst, actions)
+
+
+def _properties(inst: Instance, options: BmcOptions, result: CheckResult) -> CheckResult:
+    """``result`` (the invariants proved) with the temporal properties decided on the reachable graph.
+
+    prove decides a property where the reachable states can be enumerated
+    (up to ``--reach-states``): the explorer's fair-component search on that
+    graph, exact.  Past it (and with ``--free``) the property is not decided
+    and the verdict says UNKNOWN: the symbolic methods (liveness-to-safety,
+    k-liveness) are not built yet.
+    """
+    from ownership.engines.liveness import check_properties, select_properties
+    from ownership.engines.search import Limits
+
+    props = select_properties(inst, options.invariants)
+    if not props or result.verdict is not Verdict.PROVED:
+        return result
+    names = ", ".join(p.name for p in props)
+    if options.free:
+        return dataclasses.replace(result, verdict=Verdict.UNKNOWN, stop_reason=StopReason.SOLVER_UNKNOWN,
+                                   notes=(*result.notes, f"temporal properties not decided ({names}): prove "
+                                          "decides them on the reachable states, which --free leaves open"))
+    decided = check_properties(inst, result, props, Limits(max_states=options.reach_states or None),
+                               symmetry=options.symmetry, engine="prove")
+    if decided.verdict is Verdict.UNKNOWN:
+        return dataclasses.replace(decided, notes=(*decided.notes, "prove decides temporal properties on the "
+                                                   "enumerated reachable states only (raise --reach-states); "
+                                                   "its symbolic liveness methods are not built yet"))
+    return decided
 
 
 def _decided(out: Outcome) -> Outcome:
