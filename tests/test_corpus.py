@@ -6,10 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pins import LIVENESS_LASSOS, LIVENESS_PINNED, explored
 
 from conftest import CORPUS, SPECS
+from ownership.core.replay import replay
 from ownership.core.result import CheckResult, Verdict
+from ownership.core.trace import TraceKind
 from ownership.engines.explore import ExploreOptions, explore
+from ownership.engines.registry import ENGINES as REGISTRY
 from ownership.errors import OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.loader import load_spec
@@ -60,22 +64,50 @@ CASES = sorted(SPECS.glob("*.py")) + sorted(CORPUS.glob("*.py"))
 SLOW_FOR_RANDOM = {p.stem for p in SPECS.glob("*.py")}
 # Specs the Z3 engines refuse, with the reason they must give (see spec-guide.md section 11).
 NOT_SYMBOLIC = {"sglang_paged_allocator": "cannot run symbolically"}
+# Library specs with temporal properties (pages_return, requests_finish: docs/liveness.md), and the
+# property each one's declared verdict names (None: expected safe).  Temporal properties were
+# decided by explore only at first (docs/liveness.md, "Other engines"); an engine whose registry
+# entry does not declare the liveness capability checks these specs' invariants alone (from the
+# command line it warns OWN115; called directly, as here, it does not).  On a buggy spec such an
+# engine cannot find the declared violation: a strict xfail, which fails as soon as the engine
+# decides properties without saying so.  An engine that declares the capability must get the
+# declared verdict like on any other spec, and on a fixed spec every engine must find it safe.
+LIVENESS_SPECS: dict[str, str | None] = {
+    "vllm_mooncake_failed_load_stranded_buggy": "requests_finish",
+    "vllm_mooncake_failed_load_stranded_fixed": None,
+    "vllm_mooncake_transfer_id_reuse_buggy": "pages_return",
+    "vllm_mooncake_transfer_id_reuse_fixed": None,
+    "vllm_push_abort_recv_leak_buggy": "pages_return",
+    "vllm_push_abort_recv_leak_fixed": None,
+}
+LIVENESS_XFAIL = pytest.mark.xfail(strict=True, reason="this engine does not decide temporal properties (its registry "
+                                   "entry declares no liveness; docs/liveness.md): it cannot find the declared lasso")
+
+
+def liveness_marks(engine: str, stem: str) -> list[pytest.MarkDecorator]:
+    """A strict xfail where ``engine`` does not decide temporal properties and ``stem``'s bug is one."""
+    decides = REGISTRY[engine].capabilities.liveness
+    return [] if decides or not LIVENESS_SPECS.get(stem) else [LIVENESS_XFAIL]
+
+
+def _marks(engine: str, path: Path) -> list[pytest.MarkDecorator]:
+    if engine == "explore" or path.parent != SPECS:
+        return []
+    return [pytest.mark.slow, *liveness_marks(engine, path.stem)]
 
 
 def _cases() -> list[object]:
     """(engine, spec) pairs; the solver and random engines on the library specs take seconds each: slow."""
-    return [
-        pytest.param(engine, path, id=f"{path.stem}-{engine}",
-                     marks=[pytest.mark.slow] if engine != "explore" and path.parent == SPECS else [])
-        for engine in sorted(ENGINES) for path in CASES
-    ]
+    return [pytest.param(engine, path, id=f"{path.stem}-{engine}", marks=_marks(engine, path))
+            for engine in sorted(ENGINES) for path in CASES]
 
 
 @pytest.mark.parametrize(("engine", "path"), _cases())
 def test_engine_matches_expected_verdict(engine: str, path: Path) -> None:
     spec = load_spec(path)
     assert spec.expect is not None, f"{path.name} must declare expect="
-    if engine == "hypothesis" and not spec.expect.safe and path.stem in SLOW_FOR_RANDOM:
+    if (engine == "hypothesis" and not spec.expect.safe and path.stem in SLOW_FOR_RANDOM
+            and not (REGISTRY[engine].capabilities.liveness and path.stem in LIVENESS_SPECS)):
         pytest.skip("random search for this library bug takes minutes: see bench/hypothesis_bench.py")
     if engine in SYMBOLIC and path.stem in NOT_SYMBOLIC:
         with pytest.raises(OwnershipError, match=NOT_SYMBOLIC[path.stem]):
@@ -93,3 +125,35 @@ def test_engine_matches_expected_verdict(engine: str, path: Path) -> None:
         if engine in SYMBOLIC:  # the same shortest length as breadth-first search
             shortest = explore(Instance(spec), ExploreOptions()).trace
             assert shortest is not None and len(result.trace) == len(shortest)
+
+
+# -- the library's temporal properties ------------------------------------------------------------
+def test_liveness_specs_names_every_spec_with_temporal_properties() -> None:
+    found = {}
+    for path in sorted(SPECS.glob("*.py")):
+        spec = load_spec(path)
+        if spec.properties:
+            assert spec.expect is not None
+            found[path.stem] = None if spec.expect.safe else spec.expect.violates
+            assert spec.expect.safe or spec.expect.violates in spec.properties, path.stem
+    assert found == LIVENESS_SPECS
+    assert {name for name, _ in LIVENESS_PINNED} == set(LIVENESS_SPECS)
+    assert set(LIVENESS_LASSOS) == {name for name, prop in LIVENESS_SPECS.items() if prop}
+
+
+@pytest.mark.parametrize(("name", "symmetry"), sorted(LIVENESS_PINNED))
+def test_liveness_library_specs_keep_their_pinned_figures(name: str, symmetry: bool) -> None:
+    assert explored(name, symmetry) == LIVENESS_PINNED[(name, symmetry)]
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+@pytest.mark.parametrize("name", sorted(LIVENESS_LASSOS))
+def test_liveness_library_bugs_are_fair_lassos_that_replay(name: str, symmetry: bool) -> None:
+    inst = Instance(load_spec(SPECS / f"{name}.py"))
+    result = explore(inst, ExploreOptions(symmetry=symmetry))
+    trace = result.trace
+    assert trace is not None and trace.kind is TraceKind.LASSO
+    actions, loop = LIVENESS_LASSOS[name]
+    assert ([s.action for s in trace.steps], trace.loop) == (actions, loop)
+    assert trace.since is not None and trace.since <= loop and trace.subject in ("A", "B")
+    assert replay(inst, trace).ok

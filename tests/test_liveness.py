@@ -474,3 +474,14 @@ def test_a_long_wait_without_a_lasso_is_suspected_never_a_verdict() -> None:
     search = lasso_walks(inst, list(spec.properties.values()), 30, 60, random.Random(1))
     assert search.found is None and search.loops > 0
     assert all(s.startswith("suspected, not a verdict") for s in search.suspected())
+
+
+def test_the_picture_marks_the_loop_and_the_pages_never_returned() -> None:
+    from ownership.render.dot import trace_to_dot
+
+    trace = explore(Instance(spec_of("page_leak_buggy"))).trace
+    assert trace is not None
+    dot = trace_to_dot(trace)
+    assert "finished_pages_return is broken for A: steps 3-5 repeat for ever" in dot.replace("&#45;", "-")
+    assert dot.count(">loop<") == 3 and dot.count("never returned") == 1
+    assert "temporal property broken: " in dot

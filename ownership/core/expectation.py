@@ -128,8 +128,8 @@ class InvariantOutcome:
 
 
 def checked_names(result: CheckResult) -> tuple[str, ...]:
-    """The invariants a result covers, plus ``deadlock`` when deadlocks were looked for or found."""
-    names = tuple(result.invariants)
+    """The invariants and temporal properties a result covers, plus ``deadlock`` when deadlocks were looked for or found."""
+    names = tuple(result.invariants) + tuple(p for p in result.properties if p not in result.invariants)
     if (result.violated == DEADLOCK or result.options.get("deadlock")) and DEADLOCK not in names:
         names += (DEADLOCK,)
     return names
@@ -140,6 +140,10 @@ def _violation_line(result: CheckResult) -> str:
     if trace is None:
         return f"{result.violated} is violated ({result.coverage()})"
     n = len(trace)
+    if trace.loop is not None:
+        goes = "stays there" if trace.loop == n else f"loops back to state {trace.loop}"
+        return (f"{result.violated} is broken on a fair path ({n}-step lasso that {goes} for ever; "
+                f"{result.coverage()})")
     where = f"after {trace.steps[-1].call}" if trace.steps else "in the initial state"
     return f"{result.violated} is violated {where} ({n}-step counterexample; {result.coverage()})"
 

@@ -58,7 +58,7 @@ from ownership.core.pages import (
     violations,
 )
 from ownership.core.story_kinds import beats_of, state_beats
-from ownership.core.trace import Trace
+from ownership.core.trace import Trace, TraceKind
 
 __all__ = [
     "Beat", "PageHistory", "PoolShape", "Story", "Violation", "cell", "keepers", "pending", "pool_shapes",
@@ -262,6 +262,10 @@ class Story:
 def story_of(trace: Trace, pools: Sequence[PoolShape] | None = None) -> Story:
     """The story of ``trace``; ``pools`` defaults to :func:`pool_shapes` of the trace."""
     shapes = pool_shapes(trace) if pools is None else tuple(pools)
+    if trace.kind is TraceKind.LASSO:
+        # A lasso breaks a property by what never happens: no event is its cause, and the last step
+        # (inside the loop) is not one. Its tables and picture mark the loop instead.
+        return Story((), None, (), len(trace.steps), (), None, None, frozenset(), None)
     found = violations(trace)
     primary = next((v for v in found if v.primary), None)
     replies = tuple(

@@ -60,12 +60,40 @@ def bmc(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = None
     result = bounded_search(inst, options, progress)
     if result.stop_reason in STOPPED:
         return with_coverage(result, inst, ())  # stopped: no further search past the limit or the signal
+    result = _deadlocks(inst, options, result)
     result = _properties(inst, options, result)
     if result.stop_reason in STOPPED:
         return with_coverage(result, inst, ())
     # The solver never enumerates states: a small concrete search, as deep as the bound, says which actions fire.
     return with_coverage(free_coverage_note(result, options), inst,
                          search_coverage(inst, max_depth=options.max_depth, symmetry=options.symmetry))
+
+
+def _deadlocks(inst: Instance, options: BmcOptions, result: CheckResult) -> CheckResult:
+    """``result`` (the invariants held within the bound) with deadlocks looked for too (``--deadlock``).
+
+    On the concrete search's graph when it exhausts the states (exact), else
+    depth by depth with Z3 up to the bound (the first found is a shortest one).
+    """
+    if not options.deadlock or not result.safe:
+        return result
+    from ownership.core.replay import build_trace
+    from ownership.engines.deadlocks import deadlock_result, with_deadlocks
+    from ownership.engines.liveness.bounded import bounded_deadlock
+    from ownership.engines.search import Limits
+
+    if options.prefix_states:
+        exact = with_deadlocks(inst, result, Limits(max_states=options.prefix_states), "bmc",
+                               "bmc's concrete search")
+        if exact is not result:
+            return exact
+    steps, depth, exhausted = bounded_deadlock(inst, options)
+    if steps is not None:
+        trace = build_trace(inst, steps, engine="bmc", violation=None, deadlock=True)
+        return deadlock_result(inst, result, trace, f"found by Z3 at depth {depth} (a shortest one)")
+    said = ("no deadlock: no execution outlasts the bound, and none of them ends in one" if exhausted else
+            f"no deadlock within {depth} steps (bounded: longer executions NOT checked)")
+    return dataclasses.replace(result, notes=(*result.notes, said))
 
 
 def _properties(inst: Instance, options: BmcOptions, result: CheckResult) -> CheckResult:

@@ -274,6 +274,10 @@ def _result(inst: Instance, options: ExploreOptions, path_to: Callable[[int], li
         deadlock = reason is StopReason.DEADLOCK
         trace = build_trace(inst, steps if steps is not None else path_to(stop.node), engine="explore",
                             violation=None if deadlock else bad, deadlock=deadlock)
+        if deadlock:
+            from ownership.engines.deadlocks import stuck_notes
+
+            notes.extend(stuck_notes(inst, inst.from_json(trace.states[-1])))
     opts = {k: v for k, v in asdict(options).items() if k not in ("progress_every", "kernel", "storage", "workers", "ray")}
     opts["symmetry"] = reduced
     result = CheckResult(

@@ -181,9 +181,12 @@ RAY = Option("ray", "--ray", names_folder=False, metavar="auto|ADDRESS", value_t
              help="explore, hypothesis: the workers as Ray actors (the ray extra).")
 """Parallel runs, for the engines whose capabilities say ``parallel``."""
 
+DEADLOCK = Option("deadlock", "--deadlock", Kind.ON, False, metavar="", value_type=bool, commands=("check", "prove"),
+                  help="Also report states with work pending and nothing enabled.")
+"""Deadlocks, which every engine whose capabilities say ``deadlock`` looks for."""
+
 EXPLORE_OPTIONS = (
-    Option("deadlock", "--deadlock", Kind.ON, False, help="Also report states with work pending and nothing enabled.",
-           metavar="", value_type=bool),
+    DEADLOCK,
     Option("kernel", "--kernel", default="auto", metavar="auto|compiled|python", names_folder=False, value_type=str,
            choices=KERNELS,
            help="explore: compiled (no symmetry; same states, faster), python, or auto (default: compiled past "
@@ -205,6 +208,7 @@ RANDOM_OPTIONS = (
     Option("seed", "--seed", Kind.SEED, help="Random seed (default: drawn, and printed).", panel=RANDOM, minimum=0),
     WORKERS,
     RAY,
+    DEADLOCK,
 )
 
 PROOF_OPTIONS = (
@@ -226,14 +230,16 @@ ENGINES: Mapping[str, Engine] = MappingProxyType({
                              (*EXPLORE_OPTIONS, *FREE_OPTIONS)),
     # bmc asks depth 0, 1, 2, ... in turn (a breadth-first prefix first): its first violation is a shortest one.
     "bmc": ModuleEngine("bmc", CoverageKind.BOUNDED, "ownership.engines.bmc:bmc", "ownership.engines.z3run:BmcOptions",
-                        Capabilities(shortest="depth by depth", liveness=True), (*FREE_OPTIONS, SOLVER_TIMEOUT)),
+                        Capabilities(shortest="depth by depth", deadlock=True, liveness=True),
+                        (*FREE_OPTIONS, SOLVER_TIMEOUT, DEADLOCK)),
     "hypothesis": ModuleEngine("hypothesis", CoverageKind.SAMPLED,
                                "ownership.engines.hypothesis_engine.engine:check_stateful",
                                "ownership.engines.hypothesis_engine.options:HypothesisOptions",
-                               Capabilities(liveness=True, parallel=True), RANDOM_OPTIONS),
+                               Capabilities(deadlock=True, liveness=True, parallel=True), RANDOM_OPTIONS),
     # A proof's folder is named by what it claims (-p, --free, --where, -i), not by how it was searched.
     "prove": ModuleEngine("prove", CoverageKind.PROOF, "ownership.engines.prove:prove", "ownership.engines.z3run:BmcOptions",
-                          Capabilities(liveness=True), (*FREE_OPTIONS, SOLVER_TIMEOUT, *PROOF_OPTIONS),
+                          Capabilities(deadlock=True, liveness=True),
+                          (*FREE_OPTIONS, SOLVER_TIMEOUT, *PROOF_OPTIONS, DEADLOCK),
                           claim_flags=("free", "where", "invariants")),
 })
 """Every engine, by the name ``--engine`` takes."""

@@ -43,6 +43,8 @@ class BmcOptions:
     spacer_timeout: float = 600.0
     reach_states: int = 200_000
     """``prove``: largest explicit reachable set tried as an inductive invariant (0: never)."""
+    deadlock: bool = False
+    """Also look for deadlocks (``--deadlock``): states where nothing can run that the spec does not call finished."""
     prefix_states: int = 50_000
     """``bmc``: most states a breadth-first search may store to check the first depths concretely
     before the solver takes over (0: the solver asks every depth; see :mod:`ownership.engines.bmcprefix`)."""
@@ -65,6 +67,7 @@ class BmcOptions:
             where=tuple(settings.option("where")), minimize=settings.option("minimize"), maximize=settings.option("maximize"),
             invariants=settings.invariants, symmetry=settings.symmetry, spacer=settings.option("spacer"),
             spacer_timeout=settings.option("spacer_timeout"), reach_states=settings.option("reach_states"),
+            deadlock=settings.option("deadlock"),
             # --engine all compares engines: there bmc asks the solver from depth 0, so its answer checks
             # the encoding against the explorer instead of repeating the explorer's concrete search.
             prefix_states=0 if settings.engine == "all" else cls.prefix_states,

@@ -142,6 +142,10 @@ def _page_cell(trace: Trace, model: DotModel, i: int, pool: PoolShape, page: str
         border, width = RED, 3
         if bg == "white":
             bg = RED_PALE
+    if trace.kind is TraceKind.LASSO and i == len(trace.steps) and trace.subject in holders:
+        # A lasso of a request's property: the pages it still holds when the loop closes never come back.
+        border, width = RED, 3
+        lines.append(("never returned", 9, RED, True))
     body = "<BR/>".join(font(esc(text), size=size, colour=colour, bold=bold) for text, size, colour, bold in lines)
     return f'<TD BGCOLOR="{bg}" COLOR="{border}" BORDER="{width}" CELLPADDING="3">{body}</TD>'
 

@@ -49,16 +49,17 @@ def check_stateful(
     inst: Instance, options: HypothesisOptions = HypothesisOptions(),  # noqa: B008 - frozen
     progress: ProgressFn | None = None,
 ) -> CheckResult:
-    """Check ``inst``'s invariants (:func:`check_invariants`), then its temporal properties by lasso walks.
+    """Check ``inst``'s invariants (:func:`check_invariants`), then deadlocks (``--deadlock``) and its temporal
+    properties by walks.
 
     The properties are judged only once the invariants held (exactly when the
     breadth-first phase exhausted the space: :func:`~.lassos.with_properties`).
     """
-    from ownership.engines.hypothesis_engine.lassos import with_properties
+    from ownership.engines.hypothesis_engine.lassos import with_deadlocks, with_properties
 
     result = check_invariants(inst, options, progress)
     seed = result.options.get("seed", options.seed)
-    return with_properties(inst, result, options, seed)
+    return with_properties(inst, with_deadlocks(inst, result, options, seed), options, seed)
 
 
 def check_invariants(

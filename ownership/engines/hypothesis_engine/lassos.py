@@ -175,3 +175,41 @@ def with_properties(inst: Instance, result: Any, options: Any, seed: int | None)
             "(sampled: not a proof)")
     return replace(result, notes=(*result.notes, note, *search.suspected()),
                    properties=tuple(p.name for p in props))
+
+
+def with_deadlocks(inst: Instance, result: Any, options: Any, seed: int | None) -> Any:
+    """``result`` with deadlocks looked for (``--deadlock``): exactly on a space the first phase exhausts,
+    else by random walks (a walk that stops where nothing can run and the spec does not call it finished)."""
+    from ownership.core.replay import build_trace
+    from ownership.core.result import Verdict
+    from ownership.engines import deadlocks
+    from ownership.engines.search import Limits
+
+    if not options.deadlock or result.verdict not in (Verdict.PROVED, Verdict.BOUNDED_OK):
+        return result
+    if options.exhaustive_states:
+        exact = deadlocks.with_deadlocks(inst, result, Limits(max_states=options.exhaustive_states), "hypothesis",
+                                         "the breadth-first phase")
+        if exact is not result:
+            return exact
+    rng = random.Random(seed or 0)
+    walks = max(options.walk_budget, 1)
+    with inst.mode(recording=False, choice_reduction=()):
+        for walk in range(1, walks + 1):
+            state = inst.init_state
+            path: list[tuple[int, tuple[Any, ...]]] = []
+            for _ in range(options.steps):
+                succs = inst.expand(state)
+                if not succs:
+                    if not inst.is_terminal(state):
+                        trace = build_trace(inst, path, engine="hypothesis", violation=None, deadlock=True)
+                        return deadlocks.deadlock_result(inst, result, trace, f"found by random walk {walk:,} "
+                                                         "(sampled: not a shortest one)")
+                    break
+                ai, sc = succs[rng.randrange(len(succs))]
+                path.append((ai.index, tuple(sc.picks)))
+                state = sc.state
+    from dataclasses import replace
+
+    return replace(result, notes=(*result.notes, f"no deadlock met by {walks:,} random walks of up to "
+                                  f"{options.steps} steps (sampled: not a proof)"))

@@ -37,6 +37,8 @@ class HypothesisOptions:
     one per CPU of the cluster.  The breadth-first phase runs before, in this process."""
     ray: str | None = None
     """The swarm's workers as Ray actors on this cluster (``auto`` or an address)."""
+    deadlock: bool = False
+    """Also look for deadlocks (``--deadlock``): exactly when the breadth-first phase exhausts the space, else by walks."""
     symmetry: bool = True
     """Symmetry reduction in the breadth-first phase (``--no-symmetry``); with it, the spec's symmetry
     is checked first (OWN061), as the explorer does."""
@@ -55,6 +57,7 @@ class HypothesisOptions:
             seed=settings.option("seed"), derandomize=settings.option("derandomize"), invariants=settings.invariants, walks=settings.option("walks"),
             exhaustive_states=settings.max_states if settings.max_states is not None else cls.exhaustive_states,
             symmetry=settings.symmetry, workers=settings.option("workers"), ray=settings.option("ray"),
+            deadlock=settings.option("deadlock"),
         )
         options.validate()
         return options

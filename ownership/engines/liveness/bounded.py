@@ -222,3 +222,62 @@ def _taken_paths(inst: Instance, sym: SymbolicSpec, un: Unroller) -> dict[int, l
         ap = sym.actions[pr.action]
         out.setdefault(inst.find_instance(ap.action, list(ap.arg_values)).index, []).append(j)
     return out
+
+
+def bounded_deadlock(inst: Instance, options: BmcOptions) -> tuple[list[tuple[int, tuple[Any, ...]]] | None, int, bool]:
+    """The steps to a deadlock of at most ``options.max_depth`` steps (``None``: none), the depth asked, and
+    whether every execution ended within it (then "none" is exact).
+
+    A deadlock is a state where no action instance is enabled (exactly: the
+    choices quantified and eliminated) and the ``@spec.terminal`` predicate
+    is false.  One incremental solver, depth by depth: the first found is a
+    shortest one.
+    """
+    opts = dataclasses.replace(options, symmetry=False)
+    out: list[tuple[list[tuple[int, tuple[Any, ...]]] | None, int, bool]] = []
+
+    def run_at(sym: SymbolicSpec, names: list[str], widened: list[str]) -> CheckResult:
+        out.append(_deadlock_search(inst, sym, opts))
+        return _result(inst, (), opts, time.perf_counter(), Verdict.BOUNDED_OK, StopReason.DEPTH_LIMIT, 0, widened)
+
+    widening("bmc", inst, opts, time.perf_counter(), run_at)
+    return out[-1] if out else (None, 0, False)
+
+
+def _deadlock_search(inst: Instance, sym: SymbolicSpec,
+                     options: BmcOptions) -> tuple[list[tuple[int, tuple[Any, ...]]] | None, int, bool]:
+    un = Unroller(sym)
+    enabled = _enabled_templates(inst, sym)
+    done = inst.spec.done
+    terminal = (sym.predicate_formula(done, (), "the @spec.terminal predicate", *_where(done))
+                if done is not None else z3.BoolVal(False))
+    solver = z3.SolverFor("QF_BV")
+    if options.solver_timeout is not None:
+        solver.set("timeout", max(1, int(options.solver_timeout * 1000)))
+    solver.add(*un.init(inst))
+    for k in range(options.max_depth + 1):
+        q = z3.Bool(f"deadlock!{k}")
+        stuck = z3.And(*[z3.Not(un.at(t, k)) for t in enabled.values()], z3.Not(un.at(terminal, k)))
+        overflow = un.overflow(k)
+        solver.add(z3.Implies(q, z3.Or(stuck, overflow)))
+        answer = solver.check(q)
+        if answer == z3.sat:
+            model = solver.model()
+            if z3.is_true(model.eval(overflow, model_completion=True)):
+                raise WidthError("a step of the deadlock search overflows")
+            steps = [(a, tuple(p)) for a, p in (s for s in model_steps(un, model, k, inst, "bmc") if s is not None)]
+            return steps, k, False
+        if answer == z3.unknown:
+            raise_if_canceled(solver)
+            return None, k, False
+        if k == options.max_depth:
+            break
+        solver.add(*un.transition(k))
+        if solver.check() == z3.unsat:
+            return None, k, True
+    return None, options.max_depth, False
+
+
+def _where(fn: Any) -> tuple[str | None, int | None]:
+    code = getattr(fn, "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code is not None else (None, None)

@@ -63,6 +63,7 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
     result = until_stopped("prove", inst, options, start, reached, run)
     if result.stop_reason in STOPPED:
         return with_coverage(result, inst, result.actions)  # no coverage search past the limit or the signal
+    result = _deadlocks(inst, options, result)
     result = _properties(inst, options, result)
     actions = result.actions
     if not actions and result.stop_reason not in STOPPED:
@@ -71,6 +72,26 @@ def prove(inst: Instance, options: BmcOptions = BmcOptions(), progress: Any = No
         result = free_coverage_note(result, options)
         actions = search_coverage(inst, symmetry=options.symmetry)
     return with_coverage(result, inst, actions)
+
+
+def _deadlocks(inst: Instance, options: BmcOptions, result: CheckResult) -> CheckResult:
+    """``result`` (the invariants proved) with deadlocks looked for on the enumerated reachable states.
+
+    A deadlock-freedom proof past ``--reach-states`` is not built: the
+    verdict is then UNKNOWN, never PROVED.
+    """
+    if not options.deadlock or result.verdict is not Verdict.PROVED:
+        return result
+    from ownership.engines.deadlocks import with_deadlocks
+    from ownership.engines.search import Limits
+
+    checked = with_deadlocks(inst, result, Limits(max_states=options.reach_states or None), "prove",
+                             "the enumerated reachable states")
+    if checked is result:
+        return dataclasses.replace(result, verdict=Verdict.UNKNOWN, stop_reason=StopReason.SOLVER_UNKNOWN,
+                                   notes=(*result.notes, "deadlocks not decided: prove looks for them on the "
+                                          "enumerated reachable states only (raise --reach-states)"))
+    return checked
 
 
 def _properties(inst: Instance, options: BmcOptions, result: CheckResult) -> CheckResult:

@@ -56,6 +56,7 @@ def _run_json(run: SpecRun) -> dict[str, Any]:
         violated=r.violated,
         stats=r.stats.to_json(),
         invariants=[{"name": o.invariant, "status": o.status.value, "message": o.message} for o in run.outcomes],
+        properties=list(r.properties),
     )
     if r.extremum is not None:
         out["extremum"] = {"param": r.extremum[0], "value": r.extremum[1]}
@@ -75,6 +76,8 @@ def _run_json(run: SpecRun) -> dict[str, Any]:
             "location": {"file": loc.file, "line": loc.line} if loc is not None else None,
             "event": _violating_event(r),
             "files": list(run.files),
+            **({"loop": r.trace.loop, "since": r.trace.since, "subject": r.trace.subject}
+               if r.trace.loop is not None else {}),
         }
     else:
         out["trace"] = None
