@@ -1,4 +1,8 @@
-"""The fix: a sweep frees an aborted request's page later (not at the abort), so the property must wait for it."""
+"""The fix: a sweep frees an aborted request's page later (not at the abort), so the property must wait for it.
+
+Standalone rather than derived from page_leak_buggy: the tests change the loaded specs (fairness, extra
+properties), and a derived spec would share its base module's spec object across them.
+"""
 from typing import Annotated
 
 from ownership import Element, Enum, Ownership, Spec, require, safe

@@ -16,7 +16,7 @@ where the loop starts, and the position from which the property is broken.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,43 @@ def fair_actions(inst: Instance) -> FairActions:
     return FairActions(*fair_instances(inst))
 
 
+Found = tuple[int, list[int], frozenset[int], int]
+"""Where a lasso is on a graph: the state it breaks the property from, the edges from there to its fair
+component, the component, and the state the loop starts at."""
+
+
+def find_lasso(graph: StateGraph, form: Form, then: Sequence[bool], when: Sequence[bool] | None,
+               components_of: Callable[[frozenset[int]], list[frozenset[int]]],
+               whole: list[frozenset[int]] | None = None) -> Found | None:
+    """The search both deciders run (module docstring): ``then``/``when`` per state, fair components on demand.
+
+    ``whole`` is the fair components of the whole graph (for
+    ``eventually_always``); the shallowest state is preferred at each choice.
+    """
+    if form is Form.EVENTUALLY_ALWAYS:
+        for comp in whole if whole is not None else components_of(frozenset(range(len(graph)))):
+            bad = [n for n in comp if not then[n]]
+            if bad:
+                entry = min(bad, key=lambda n: (graph.depth[n], n))
+                return entry, [], comp, entry
+        return None
+    allowed = frozenset(n for n in range(len(graph)) if not then[n])
+    starts = [n for n in allowed if when is None or when[n]]
+    if not starts:
+        return None
+    comps = components_of(allowed)
+    if not comps:
+        return None
+    owner = {n: comp for comp in comps for n in comp}
+    starts.sort(key=lambda n: (graph.depth[n], n))
+    reached = reach_within(graph, starts, allowed, owner)
+    if reached is None:
+        return None
+    start, path = reached
+    entry = graph.targets[path[-1]] if path else start
+    return start, path, owner[entry], entry
+
+
 class Decider:
     """Decides properties of one instance on its graph; fair components of the whole graph are shared."""
 
@@ -79,36 +116,12 @@ class Decider:
     def _decide_one(self, prop: Property, element: int | None) -> Lasso | None:
         graph = self.graph
         then = self._holds(prop, "then", element)
-        if prop.form is Form.EVENTUALLY_ALWAYS:
-            if self._whole is None:
-                self._whole = fair_components(graph, range(len(graph)), self.fair)
-            for comp in self._whole:
-                bad = [n for n in comp if not then[n]]
-                if bad:
-                    entry = min(bad, key=lambda n: graph.depth[n])
-                    return self._lasso(prop, element, entry, [], comp, entry)
-            return None
-        allowed = frozenset(n for n in range(len(graph)) if not then[n])
-        if not allowed:
-            return None
-        if prop.form is Form.LEADS_TO:
-            when = self._holds(prop, "when", element)
-            starts = [n for n in allowed if when[n]]
-        else:
-            starts = list(allowed)
-        if not starts:
-            return None
-        comps = fair_components(graph, allowed, self.fair)
-        if not comps:
-            return None
-        owner = {n: comp for comp in comps for n in comp}
-        starts.sort(key=lambda n: (graph.depth[n], n))
-        found = reach_within(graph, starts, allowed, owner)
-        if found is None:
-            return None
-        start, path = found
-        entry = graph.targets[path[-1]] if path else start
-        return self._lasso(prop, element, start, path, owner[entry], entry)
+        when = self._holds(prop, "when", element) if prop.form is Form.LEADS_TO else None
+        if prop.form is Form.EVENTUALLY_ALWAYS and self._whole is None:
+            self._whole = fair_components(graph, range(len(graph)), self.fair)
+        found = find_lasso(graph, prop.form, then, when, lambda allowed: fair_components(graph, allowed, self.fair),
+                           self._whole)
+        return None if found is None else self._lasso(prop, element, *found)
 
     def _lasso(self, prop: Property, element: int | None, start: int, middle: list[int], comp: frozenset[int],
                entry: int) -> Lasso:

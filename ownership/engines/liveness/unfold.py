@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-from ownership.engines.liveness.decide import Lasso, fair_actions
+from ownership.engines.liveness.decide import Lasso, fair_actions, find_lasso
 from ownership.engines.liveness.fair import cycle_through, fair_components, reach_within
 from ownership.engines.liveness.graph import StateGraph
 from ownership.engines.liveness.quotient import Annotated, Quotient, annotate, orbit_judge
@@ -55,33 +55,14 @@ class QuotientDecider:
                     for x in range(len(graph))]
 
         then = holds("then")
+        when = holds("when") if prop.form is Form.LEADS_TO else None
         judge = orbit_judge(inst, self.q, ann, self.fair)
-        if prop.form is Form.EVENTUALLY_ALWAYS:
-            for comp in fair_components(graph, range(len(graph)), self.fair, judge):
-                bad = [x for x in comp if not then[x]]
-                if bad:
-                    entry = min(bad, key=lambda x: (graph.depth[x], x))
-                    return realize(inst, self.q, ann, prop, entry, [], comp, then)
-            return None
-        allowed = frozenset(x for x in range(len(graph)) if not then[x])
-        if not allowed:
-            return None
-        if prop.form is Form.LEADS_TO:
-            when = holds("when")
-            starts = [x for x in allowed if when[x]]
-        else:
-            starts = list(allowed)
-        comps = fair_components(graph, allowed, self.fair, judge) if starts else []
-        if not comps:
-            return None
-        owner = {x: comp for comp in comps for x in comp}
-        starts.sort(key=lambda x: (graph.depth[x], x))
-        found = reach_within(graph, starts, allowed, owner)
+        found = find_lasso(graph, prop.form, then, when,
+                           lambda allowed: fair_components(graph, allowed, self.fair, judge))
         if found is None:
             return None
-        start, path = found
-        entry = graph.targets[path[-1]] if path else start
-        return realize(inst, self.q, ann, prop, start, path, owner[entry], then)
+        start, path, comp, _entry = found
+        return realize(inst, self.q, ann, prop, start, path, comp, then)
 
 
 def realize(inst: Instance, q: Quotient, ann: Annotated, prop: Property, start: int, path: list[int],
