@@ -485,3 +485,16 @@ def test_the_picture_marks_the_loop_and_the_pages_never_returned() -> None:
     assert "finished_pages_return is broken for A: steps 3-5 repeat for ever" in dot.replace("&#45;", "-")
     assert dot.count(">loop<") == 3 and dot.count("never returned") == 1
     assert "temporal property broken: " in dot
+
+
+def test_the_html_report_marks_the_loop(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ownership.cli import app
+
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", str(HERE / "page_leak_buggy.py"), "--out", str(out)])
+    assert res.exit_code == 1, res.output
+    html = out.read_text(encoding="utf-8")
+    assert "back to state 2, and round again for ever" in html
+    assert html.count('<span class="cause">loop</span>') == 3

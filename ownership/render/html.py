@@ -225,11 +225,17 @@ def _steps_table(trace: Trace, hidden: set[str]) -> str:
                 )
         cls = ' class="last"' if i == last and trace.violation else ""
         tag = ' <span class="cause">root cause</span>' if i == cause else ""
+        if trace.loop is not None and i > trace.loop:
+            tag += ' <span class="cause">loop</span>'  # the steps that repeat for ever
         rows.append(
             f'<tr{cls}><td class="num">{i}</td><td class="mono">{_e(step.call)}{tag}</td>'
             f'<td class="changes">{"<br>".join(changes)}{"".join(events)}</td></tr>'
         )
         prev = step.state
+    if trace.loop is not None:
+        back = ("nothing can run here: the path stays in this state for ever" if trace.loop == last
+                else f"back to state {trace.loop}, and round again for ever")
+        rows.append(f'<tr><td class="num"></td><td class="mono" colspan="2">&mdash; {_e(back)}</td></tr>')
     return (
         '<table class="steps"><thead><tr><th>#</th><th>action</th><th>changes and events</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
