@@ -99,8 +99,8 @@ def _search(inst: Instance, sym: SymbolicSpec, prop: Property, element: int | No
     then = sym.predicate_formula(prop.then, args, f"property {prop.name}", prop.file, prop.line)
     when = (sym.predicate_formula(prop.when, args, f"property {prop.name}", prop.file, prop.line)
             if prop.when is not None else z3.BoolVal(True))
-    enabled = _enabled_templates(inst, sym)
-    taken = _taken_paths(inst, sym, un)
+    enabled = enabled_templates(inst, sym)
+    taken = taken_paths(inst, sym, un)
     fair = fair_actions(inst)
     fair_list = sorted(fair.weak | fair.strong)
     solver = z3.SolverFor("QF_BV")
@@ -180,7 +180,7 @@ def _search(inst: Instance, sym: SymbolicSpec, prop: Property, element: int | No
     return _Found(None, options.max_depth)
 
 
-def _enabled_templates(inst: Instance, sym: SymbolicSpec) -> dict[int, z3.BoolRef]:
+def enabled_templates(inst: Instance, sym: SymbolicSpec) -> dict[int, z3.BoolRef]:
     """Per action instance (by number), when it is enabled, over the placeholder cells (choices quantified)."""
     out: dict[int, list[z3.BoolRef]] = {}
     for ap in sym.actions:
@@ -215,7 +215,7 @@ def _quantified(expr: z3.ExprRef) -> bool:
     return False
 
 
-def _taken_paths(inst: Instance, sym: SymbolicSpec, un: Unroller) -> dict[int, list[int]]:
+def taken_paths(inst: Instance, sym: SymbolicSpec, un: Unroller) -> dict[int, list[int]]:
     """Per action instance, the selector values of its paths."""
     out: dict[int, list[int]] = {}
     for j, pr in enumerate(un.paths):
@@ -247,7 +247,7 @@ def bounded_deadlock(inst: Instance, options: BmcOptions) -> tuple[list[tuple[in
 def _deadlock_search(inst: Instance, sym: SymbolicSpec,
                      options: BmcOptions) -> tuple[list[tuple[int, tuple[Any, ...]]] | None, int, bool]:
     un = Unroller(sym)
-    enabled = _enabled_templates(inst, sym)
+    enabled = enabled_templates(inst, sym)
     done = inst.spec.done
     terminal = (sym.predicate_formula(done, (), "the @spec.terminal predicate", *_where(done))
                 if done is not None else z3.BoolVal(False))

@@ -99,9 +99,9 @@ def _properties(inst: Instance, options: BmcOptions, result: CheckResult) -> Che
 
     prove decides a property where the reachable states can be enumerated
     (up to ``--reach-states``): the explorer's fair-component search on that
-    graph, exact.  Past it (and with ``--free``) the property is not decided
-    and the verdict says UNKNOWN: the symbolic methods (liveness-to-safety,
-    k-liveness) are not built yet.
+    graph, exact.  Past it, by k-liveness (:mod:`.klive`): a proof, or the
+    verdict says UNKNOWN (so does ``--free``).  Liveness-to-safety is not
+    built yet.
     """
     from ownership.engines.liveness import check_properties, select_properties
     from ownership.engines.search import Limits
@@ -116,11 +116,24 @@ def _properties(inst: Instance, options: BmcOptions, result: CheckResult) -> Che
                                           "decides them on the reachable states, which --free leaves open"))
     decided = check_properties(inst, result, props, Limits(max_states=options.reach_states or None),
                                symmetry=options.symmetry, engine="prove")
-    if decided.verdict is Verdict.UNKNOWN:
-        return dataclasses.replace(decided, notes=(*decided.notes, "prove decides temporal properties on the "
-                                                   "enumerated reachable states only (raise --reach-states); "
-                                                   "its symbolic liveness methods are not built yet"))
-    return decided
+    if decided.verdict is not Verdict.UNKNOWN:
+        return decided
+    # Too many states to enumerate: k-liveness, each property (and element) a safety question for Spacer.
+    from ownership.engines.prove.klive import k_liveness
+    from ownership.engines.z3run import encode
+
+    sym = encode(inst, dataclasses.replace(options, symmetry=False))
+    said: list[str] = []
+    for prop in props:
+        for element in ([None] if prop.each is None else range(inst.sizes[prop.each.name])):
+            ok, words = k_liveness(sym, inst, prop, element, options)
+            who = "" if element is None or prop.each is None else f" for {inst.names[prop.each.name][element]}"
+            said.append(f"{prop.name}{who}: {words}")
+            if not ok:
+                return dataclasses.replace(decided, notes=(*decided.notes, *said, "temporal properties not "
+                                                           "decided: neither the enumerated reachable states "
+                                                           "(raise --reach-states) nor k-liveness closed them"))
+    return dataclasses.replace(result, properties=tuple(p.name for p in props), notes=(*result.notes, *said))
 
 
 def _decided(out: Outcome) -> Outcome:

@@ -67,7 +67,7 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     answer = s.check()
     if answer == z3.sat:
         # Check Spacer's invariant with an independent solver before calling anything proved.
-        failed = certificate_fails(s.model(), inv, un, inst, x, y, params, constraints, trans, bad, options)
+        failed = certificate_fails(s.model(), inv, un.init(inst), x, y, params, constraints, trans, bad, options)
         if failed:
             return Outcome(Kind.UNKNOWN, f"Spacer's inductive invariant failed the independent check ({failed})",
                            suspect=True)
@@ -78,10 +78,12 @@ def _spacer(sym: SymbolicSpec, inst: Instance, options: BmcOptions, invariants: 
     return Outcome(Kind.UNKNOWN, str(s.reason_unknown()))
 
 
-def certificate_fails(model: z3.ModelRef, inv: z3.FuncDeclRef, un: Unroller, inst: Instance, x: list[z3.ExprRef],
+def certificate_fails(model: z3.ModelRef, inv: z3.FuncDeclRef, initial: list[z3.BoolRef], x: list[z3.ExprRef],
                        y: list[z3.ExprRef], params: list[z3.ExprRef], where: list[z3.BoolRef],
                        trans: list[z3.BoolRef], bad: z3.BoolRef, options: BmcOptions) -> str:
-    """Which of "initial states are in it", "a step stays in it", "it excludes errors" fails, or ''."""
+    """Which of "initial states are in it", "a step stays in it", "it excludes errors" fails, or ''.
+
+    ``initial`` is the initial condition over ``x`` (the spec's, or a product's such as k-liveness')."""
     interp = model[inv]
     if not isinstance(interp, z3.FuncInterp):
         return "no interpretation of the invariant in the model"
@@ -96,7 +98,7 @@ def certificate_fails(model: z3.ModelRef, inv: z3.FuncDeclRef, un: Unroller, ins
 
     now, nxt = holds_at([*x, *params]), holds_at([*y, *params])
     checks = [
-        ("an initial state is outside it", [*un.init(inst), *where, z3.Not(now)]),
+        ("an initial state is outside it", [*initial, *where, z3.Not(now)]),
         ("a step leaves it", [*where, now, *trans, z3.Not(nxt)]),
         ("it contains an error state", [*where, now, bad]),
     ]
