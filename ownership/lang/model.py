@@ -237,7 +237,8 @@ class Spec:
         it: its actions, and also the invariants and the ``@spec.terminal``
         predicate inherited from the base, so a helper the terminal predicate
         calls changes which states count as idle in this spec.  The spec it
-        was derived from keeps its own.
+        was derived from keeps its own.  A replaced action keeps the
+        fairness the base declared for it; :meth:`fair` changes it.
         """
         if fn.__name__ in self.helpers:
             self.helpers[fn.__name__] = fn
