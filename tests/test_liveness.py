@@ -509,3 +509,23 @@ def test_the_html_report_marks_the_loop(tmp_path: Path) -> None:
     html = out.read_text(encoding="utf-8")
     assert "back to state 2, and round again for ever" in html
     assert html.count('<span class="cause">loop</span>') == 3
+
+
+def test_the_json_junit_and_sarif_reports_carry_the_property_and_the_loop(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ownership.cli import app
+
+    args = ["check", str(HERE / "page_leak_buggy.py"), "--no-render", "--out", str(tmp_path / "out"),
+            "--report", f"json={tmp_path / 'r.json'}", "--junit", str(tmp_path / "j.xml"),
+            "--sarif", str(tmp_path / "s.sarif")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 1, res.output
+    (spec,) = json.loads((tmp_path / "r.json").read_text())["specs"]
+    assert spec["properties"] == ["finished_pages_return"] and spec["violated"] == "finished_pages_return"
+    assert (spec["trace"]["loop"], spec["trace"]["since"], spec["trace"]["subject"]) == (2, 2, "A")
+    assert {i["name"]: i["status"] for i in spec["invariants"]}["finished_pages_return"] == "failed"
+    assert 'name="finished_pages_return"' in (tmp_path / "j.xml").read_text()
+    sarif = json.loads((tmp_path / "s.sarif").read_text())
+    message = sarif["runs"][0]["results"][0]["message"]["text"]
+    assert "breaks finished_pages_return for A on a fair path: 2 steps to state 2, then steps 3-5 repeat" in message
