@@ -11,11 +11,13 @@ both actions that call it (``prefill`` locks, ``finish`` unlocks).
 
 Expected: safe; a matched node is locked for as long as its request runs,
 so it is never evictable, and a request whose prefix is locked by others
-waits for memory instead of evicting it.
+waits for memory instead of evicting it.  On every fair path (``prefill``
+and ``finish`` weakly fair, arrivals unfair) a finished request's pages go
+to the radix tree or back to the pool (``pages_return``).
 """
 
 import radix_lock_skips_leaf_buggy as base
-from radix_lock_skips_leaf_buggy import ROOT, radix
+from radix_lock_skips_leaf_buggy import ROOT, Phase, radix
 
 from ownership import Source, safe
 
@@ -43,6 +45,13 @@ def lock_handle(s, node, unlock: bool = False) -> None:
         while node != ROOT:
             radix.add_ref(s, node, 1)
             node = radix.parent(s, node)  # FIX: moved after the update
+
+
+# A finished request's pages go to the radix tree or back to the pool: pages_return.  Not requests_finish:
+# at pages=1 a prompt of two blocks never fits and stays pending for ever, by the model's design.
+spec.fair("prefill", "weak")  # the scheduler admits a pending request once memory allows
+spec.fair("finish", "weak")  # the forward ends and free_and_cache_finished_req runs; arrive stays unfair
+base.own.properties("pages_return", spec=spec, ended=lambda s, r: s.phase[r] == Phase.DONE)
 
 
 # `while node == ROOT` never ends when called on the root (its parent is the root again): the

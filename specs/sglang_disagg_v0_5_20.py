@@ -31,10 +31,19 @@ the transferred length with the reserved one (``_commit_transfer_to_req``,
 Expected: safe.  The leak's precondition, a Success for a transfer prefill
 never finished, is gone; decode holding the pages until its timeout is a cost,
 not a safety violation, and 0.5.21 removes it (``sglang_disagg_v0_5_21``).
+
+The base spec's ``pages_returned_when_idle`` is an idle-state approximation;
+what is meant is stated as temporal properties, decided on every fair path
+(and inherited by 0.5.21): once the client got its answer (200, 400 or 500)
+neither node holds a page of the request (``pages_return``), and every
+request that arrived gets an answer (``requests_finish``).  Both nodes' own
+steps are weakly fair (the queues, the forwards, the send, the transfer
+failure handling and decode's bootstrap timeout); the router's ``arrive``
+stays unfair.
 """
 
 import sglang_disagg_v0_5_19 as v19
-from sglang_disagg_v0_5_19 import KV, Finish, PrefillQ, ReqId, prefill_pool
+from sglang_disagg_v0_5_19 import HTTP, KV, DecodeQ, Finish, PrefillQ, ReqId, prefill_pool
 
 from ownership import Source, require, safe
 
@@ -72,3 +81,12 @@ def prefill_send(s, r: ReqId):
 # With nothing sent for a rejected prompt, every page decode reads was written by this request's
 # own transfer (0.5.19 breaks this too: its read of the unsent pages is the stale read).
 v19.own.invariants("no_read_of_unwritten", spec=spec)
+
+# Both nodes' own steps are weakly fair; arrive (the router) stays unfair.
+for _step in ("decode_pop_preallocated", "decode_pop_transferred", "decode_forward", "decode_finish",
+              "decode_transfer_timeout", "prefill_pop_bootstrapped", "prefill_forward", "prefill_send",
+              "prefill_transfer_failed"):
+    spec.fair(_step, "weak")
+v19.own.properties("pages_return", "requests_finish", spec=spec,
+                   ended=lambda s, r: s.http[r] != HTTP.NONE,  # the client got its answer
+                   started=lambda s, r: s.p_queue[r] != PrefillQ.IDLE or s.d_queue[r] != DecodeQ.IDLE)

@@ -41,7 +41,9 @@ checksum when the two nodes' TP width, PP stage or page size differ
 do not distinguish.
 
 Expected (without auto-truncate): safe at every size the explorer can cover,
-and provable by induction (the Z3 engine).
+and provable by induction (the Z3 engine).  The temporal properties
+``pages_return`` and ``requests_finish`` and their fairness are inherited
+from 0.5.20 and hold on every fair path.
 """
 
 

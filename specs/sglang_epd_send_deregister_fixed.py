@@ -30,7 +30,12 @@ until cleanup (``embedding_alive_until_cleanup``), the shared region stays
 registered from the first /send until cleanup (``region_kept_while_held``),
 the backstop is scheduled exactly while an embedding is held
 (``backstop_scheduled_while_held``), and cleanup releases everything
-(``pages_returned_when_idle``).
+(``pages_returned_when_idle``, an idle-state approximation kept for
+comparison).  What is meant is the temporal property ``pages_return``: once
+every rank's /send is over (done, failed or never coming) the embedding's
+buffer goes back to the allocator, on every fair path.  The engine's own
+steps are weakly fair (a running transfer completes, cleanup runs once it
+may); the prefill ranks' /send and giving up stay unfair.
 
 Expected: safe at every size the explorer can cover; ``ownership prove``
 proves it for executions of any length.
@@ -146,7 +151,7 @@ def rank1_gives_up(s, r: ReqId):
         send_timeout.allow(s, r)
 
 
-@spec.action
+@spec.action(fair="weak")
 def cleanup_inflight_encode_state(s, r: ReqId):
     """FIX: deregister the shared MR, then release the embedding: every /send done, or send_timeout passed."""
     require(s.emb[r] == Emb.HELD)
@@ -168,6 +173,16 @@ def nothing_held(s) -> bool:
 
 
 base.own.invariants("pages_returned_when_idle", spec=spec)  # FIX: cleanup releases every embedding it held
+spec.fair("rank0_send_done", "weak")  # transfer_sync returns
+spec.fair("rank1_send_done", "weak")
+
+
+def sends_over(s, r) -> bool:
+    """The request was encoded and every prefill rank's /send is done, failed or will never arrive."""
+    return s.emb[r] != Emb.NONE and finished(s, r)
+
+
+base.own.properties("pages_return", ended=sends_over, spec=spec)
 
 
 @spec.invariant

@@ -31,6 +31,16 @@ Simplified as the shipped spec; in this model every Failed transfer is a
 decode-initiated abort, so the immediate-release branch the patch keeps for
 prefill-initiated failures is not reachable and not written.
 
+Besides the invariants, the fix is checked for what it is for, as temporal
+properties on every fair path: an aborted request's held pages do come back
+(``pages_return``: once the client got its reply, 200 or an error, the
+request holds no decode page; the base spec's ``pages_returned_when_idle``
+is kept as the idle-state approximation), and every request decode admitted
+gets its reply (``requests_finish``).  The engine's own steps are weakly fair
+(the transfer, pop_transferred, the forward, the ack, the deferred release
+and its timeout); admission (``decode_pop_preallocated``) and the client's
+abort stay unfair.
+
 Expected: safe at every size the explorer can cover; ``ownership prove``
 proves it for executions of any length.
 """
@@ -75,7 +85,7 @@ def decode_pop_transferred(s, r: ReqId):
     s.d_queue[r] = DecodeQ.RUNNING
 
 
-@spec.action
+@spec.action(fair="weak")
 def prefill_ack_abort(s, r: ReqId):
     """FIX: prefill sends ABORT_ACK once nothing is outstanding for the aborted room."""
     require(s.abort_sent[r] and not s.abort_acked[r])
@@ -83,20 +93,27 @@ def prefill_ack_abort(s, r: ReqId):
     s.abort_acked[r] = True
 
 
-@spec.action
+@spec.action(fair="weak")
 def resolve_deferred_releases(s, r: ReqId):
     """FIX: release a held request once every prefill rank acked (is_abort_release_safe)."""
     require(deferred.holding(s, r) and s.abort_acked[r])
     deferred.release(s, r)
 
 
-@spec.action
+@spec.action(fair="weak")
 def deferred_release_timeout(s, r: ReqId):
     """FIX: deferred_kv_release_timeout expired without the ack: release anyway (with a warning)."""
     require(deferred.holding(s, r) and not s.abort_acked[r])
     if s.params.deadline_covers_transfer:
         require(rdma.drained(s, r))  # the assumption: by the deadline the write has landed
     deferred.release(s, r)
+
+
+for _step in ("decode_pop_transferred", "decode_forward", "prefill_send", "prefill_transfer_done"):
+    spec.fair(_step, "weak")  # the engine's own steps; decode_pop_preallocated and decode_abort stay unfair
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.http[r] != HTTP.NONE,  # the client got its reply (200 or an error)
+                    started=lambda s, r: s.d_queue[r] != DecodeQ.IDLE)  # decode admitted it
 
 
 @spec.terminal

@@ -75,7 +75,7 @@ def arrive(s, r: ReqId, prompt_len: PromptLenId):
     s.queue[r] = Queue.WAITING
 
 
-@spec.action
+@spec.action(fair="weak")
 def prefill(s, r: ReqId):
     """get_new_batch_prefill + forward: allocate the input's pages and write its KV."""
     require(s.queue[r] == Queue.WAITING)
@@ -84,7 +84,7 @@ def prefill(s, r: ReqId):
     s.queue[r] = Queue.PREFILLED
 
 
-@spec.action
+@spec.action(fair="weak")
 def process_batch_result_prefill(s, r: ReqId):
     """check_finished() promotes to_finish: the placeholder is retired with its 400."""
     require(s.queue[r] == Queue.PREFILLED)
@@ -97,7 +97,7 @@ def process_batch_result_prefill(s, r: ReqId):
     s.queue[r] = Queue.RUNNING
 
 
-@spec.action
+@spec.action(fair="weak")
 def decode(s, r: ReqId):
     """Decode forward: attention over the request's own pages; tokens stream with 200."""
     require(s.queue[r] == Queue.RUNNING)
@@ -106,7 +106,7 @@ def decode(s, r: ReqId):
     s.queue[r] = Queue.FINISHED
 
 
-@spec.action
+@spec.action(fair="weak")
 def finish(s, r: ReqId):
     """release_kv_cache on finish: pages go back to the free list."""
     require(s.queue[r] == Queue.FINISHED)
@@ -122,6 +122,11 @@ def nothing_in_flight(s) -> bool:
 
 
 own.invariants()
+# On every fair path (the scheduler's steps weakly fair, arrivals unfair) a request the client has
+# heard from (200 or 400) gives its pages back, and every arrived request is answered.
+own.properties("pages_return", "requests_finish",
+               ended=lambda s, r: s.queue[r] in (Queue.FINISHED, Queue.DONE),
+               started=lambda s, r: s.queue[r] != Queue.IDLE)
 
 
 @spec.invariant

@@ -12,7 +12,7 @@ Expected: safe; ``ownership prove`` proves it for executions of any length.
 """
 
 import sglang_swa_insert_evicted_window_buggy as base
-from sglang_swa_insert_evicted_window_buggy import X, tree
+from sglang_swa_insert_evicted_window_buggy import Phase, X, tree
 
 from ownership import Source, safe
 
@@ -36,3 +36,13 @@ def insert_new_node(s, r) -> None:
         tree.free(s, r)
         return
     tree.hand_off(s, r, X)
+
+
+# What the fix is for, on every fair path: a finished request's pages go to the tree or back to the pool
+# (pages_return), and a running request finishes (requests_finish).  The engine's own steps are weakly
+# fair (the window passing, finishing); prefill (the arrival) and evict (memory pressure) stay unfair.
+for _step in ("window_passes", "finish"):
+    spec.fair(_step, "weak")
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.phase[r] == Phase.DONE,
+                    started=lambda s, r: s.phase[r] != Phase.IDLE)

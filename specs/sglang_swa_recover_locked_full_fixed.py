@@ -14,7 +14,7 @@ Expected: safe; ``ownership prove`` proves it for executions of any length.
 """
 
 import sglang_swa_recover_locked_full_buggy as base
-from sglang_swa_recover_locked_full_buggy import X, full, full_pool, swa, tree
+from sglang_swa_recover_locked_full_buggy import Phase, X, full, full_pool, swa, tree
 
 from ownership import Source, safe
 
@@ -47,3 +47,13 @@ spec.accept_mutant(
     reason="the unlocked recovery then inserts nothing: the request keeps its own pages and frees them when it "
     "finishes, so the cache only loses a reusable block (a missed hit, no page in two places or in use when freed)",
 )
+
+
+# What the fix is for, on every fair path: a finished request's pages go to the tree or back to the pool
+# (pages_return), and a running request finishes (requests_finish).  The engine's own steps are weakly
+# fair (the window passing, finishing); prefill (the arrival) and evict (memory pressure) stay unfair.
+for _step in ("window_passes", "finish"):
+    spec.fair(_step, "weak")
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.phase[r] == Phase.DONE,
+                    started=lambda s, r: s.phase[r] != Phase.IDLE)

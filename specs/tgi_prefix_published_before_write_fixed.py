@@ -20,7 +20,7 @@ allocation that published it.
 
 
 import tgi_prefix_published_before_write_buggy as base
-from tgi_prefix_published_before_write_buggy import ReqId, TrieNodeId
+from tgi_prefix_published_before_write_buggy import Phase, ReqId, TrieNodeId
 
 from ownership import Source, require, safe
 
@@ -47,3 +47,13 @@ spec.may_be_dead(
     "next_batch_below_min_size",
     reason="the fix removes this branch of next_batch (min_size = None): it must never fire",
 )
+
+
+# What the fix is for, on every fair path: a finished request's blocks go to the trie or back to the pool
+# (pages_return), and a queued request finishes (requests_finish).  The router's and shards' own steps
+# are weakly fair (batching, prefill, finishing); arrive stays unfair.
+for _step in ("next_batch", "prefill", "finish"):
+    spec.fair(_step, "weak")
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.phase[r] == Phase.DONE,
+                    started=lambda s, r: s.phase[r] != Phase.IDLE)

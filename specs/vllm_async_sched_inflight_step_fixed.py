@@ -78,6 +78,11 @@ def update_from_output(s):
     deferred.advance(s)  # FIX: blocks whose fence step is processed return to the pool
 
 
+for _step in ("finished_recving", "schedule", "gpu_step", "update_from_output"):
+    spec.fair(_step, "weak")  # the engine's own steps; arrival and finish_or_preempt (stop, abort, preemption) unfair
+base.own.properties("pages_return", spec=spec, ended=lambda s, r: s.status[r] == Status.FINISHED)
+
+
 # -- helper invariants: true in every reachable state, they make the induction proof close ------------
 steps.invariant(spec=spec)
 

@@ -36,6 +36,15 @@ D's READ is outstanding exactly while D waits for or receives the request, so
 ``no_free_with_read_in_flight`` judges every READ D can still make;
 ``decode_sees_only_prefilled``: D tracks only requests P has prefilled).
 
+The temporal properties say what the lease is for, on every fair path: once
+D is done with a request (it replied, or lost it) P's blocks come back
+(``pages_return``; the base spec's ``pages_returned_when_idle`` is kept as
+the idle-state approximation), and a request P prefilled is eventually
+done on D (``requests_finish``).  The engine's own steps are weakly fair
+(D's load, READ completion and forward, P's handling of the notification
+and its sweep of expired leases); the arrival (``p_prefill``) and D's
+failure stay unfair.
+
 Expected: safe at every size the explorer can cover; ``ownership prove``
 proves it for executions of any length.
 """
@@ -116,6 +125,13 @@ def d_fail(s, r: ReqId):
     nixl.discard(s, r)
     kv_lease.allow(s, r)  # FIX: the lease runs out and P reclaims the blocks
     s.d_state[r] = DState.FAILED
+
+
+for _step in ("p_get_new_notifs", "p_release_expired", "d_start_load_kv", "d_recv_done", "d_forward"):
+    spec.fair(_step, "weak")  # the engine's own steps; p_prefill (arrival) and d_fail stay unfair
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.d_state[r] in (DState.DONE, DState.FAILED),  # D replied or lost it
+                    started=lambda s, r: s.p_state[r] != PState.IDLE)  # P prefilled it
 
 
 @spec.invariant

@@ -22,7 +22,7 @@ Expected: safe; ``ownership prove`` proves it for executions of any length.
 """
 
 import vllm_nixl_multi_handle_failure_buggy as base
-from vllm_nixl_multi_handle_failure_buggy import Req, ReqId, XferId, xfer
+from vllm_nixl_multi_handle_failure_buggy import HTTP, Req, ReqId, Status, XferId, xfer
 
 from ownership import Source, safe
 
@@ -56,6 +56,13 @@ def xfer_failed(s, r: ReqId, h: XferId):
     xfer.fail(s, r, h)
     if xfer.settled(s, r):
         s.failed_recv[r] = True  # FIX: reported only when no sibling can still write the blocks
+
+
+for _step in ("xfer_done", "finished_recving", "fail_request", "decode"):
+    spec.fair(_step, "weak")  # the engine's own steps; start_load_kv (arrival) and xfer_failed stay unfair
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.http[r] != HTTP.NONE,  # the client got its reply (200 or an error)
+                    started=lambda s, r: s.status[r] != Status.NEW)  # its load started
 
 
 @spec.invariant

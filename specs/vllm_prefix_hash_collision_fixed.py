@@ -21,6 +21,7 @@ whoever computed it, and no cached or shared block is written.
 """
 
 import vllm_prefix_hash_collision_buggy as base
+from vllm_prefix_hash_collision_buggy import Status
 
 from ownership import Source, safe
 
@@ -51,3 +52,12 @@ def block_hashes_distinct(s) -> bool:
         hashes[a] == None or hashes[a] != hashes[b]  # noqa: E711 - also runs on solver terms
         for a in s.all(base.cache.Key) for b in s.all(base.cache.Key) if a != b
     )
+
+
+# On every fair path a finished request has dropped its blocks, cached or not (pages_return), and a
+# scheduled request finishes (requests_finish): the forward and finishing are weakly fair, arrivals unfair.
+spec.fair("forward", "weak")
+spec.fair("finish", "weak")
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.status[r] == Status.FINISHED,
+                    started=lambda s, r: s.status[r] != Status.IDLE)

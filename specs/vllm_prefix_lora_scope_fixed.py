@@ -17,6 +17,7 @@ share the block.
 """
 
 import vllm_prefix_lora_scope_buggy as base
+from vllm_prefix_lora_scope_buggy import Status
 
 from ownership import Source, safe
 
@@ -58,3 +59,12 @@ spec.accept_mutant(
     "the fix still caches one block per adapter is a reachability property, checked by "
     "tests/test_lib_content.py::test_vllm_lora_fix_keeps_one_cached_block_per_adapter",
 )
+
+
+# On every fair path a finished request has dropped its blocks, cached or not (pages_return), and a
+# scheduled request finishes (requests_finish): the forward and finishing are weakly fair, arrivals unfair.
+spec.fair("forward", "weak")
+spec.fair("finish", "weak")
+base.own.properties("pages_return", "requests_finish", spec=spec,
+                    ended=lambda s, r: s.status[r] == Status.FINISHED,
+                    started=lambda s, r: s.status[r] != Status.IDLE)

@@ -281,7 +281,7 @@ def test_a_spacer_invariant_that_does_not_hold_up_is_rejected() -> None:
         return s.model()
 
     def verdict(body: z3.BoolRef) -> str:
-        return certificate_fails(model_where_reach_is(body), reach, un, inst, x, y, [], [], trans, bad, BmcOptions())
+        return certificate_fails(model_where_reach_is(body), reach, un.init(inst), x, y, [], [], trans, bad, BmcOptions())
 
     # "Every state" contains the double free; "no state" misses the initial one.
     assert verdict(z3.BoolVal(True)) == "it contains an error state"
