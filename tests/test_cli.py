@@ -31,7 +31,8 @@ def test_check_violation_exits_1_prints_trace_and_writes_files(tmp_path: Path) -
     res = invoke("check", V21, "--out", str(tmp_path))
     assert res.exit_code == 1, res.output
     out = res.output
-    assert out.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19")
+    # stdout: a loaded machine may print a progress line on stderr first.
+    assert res.stdout.startswith("VIOLATED  no_foreign_read  in sglang_disagg_v0_5_19")
     assert "Counterexample: 15 steps" in out
     assert "B reads D0, which holds A's KV" in out or "which holds A's KV" in out
     assert "client of B gets HTTP 200" in out
