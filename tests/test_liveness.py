@@ -381,7 +381,8 @@ def test_the_quotient_decides_as_the_full_graph_does_under_every_fairness(name: 
 
     spec = _with_global_properties(name)
     combos = list(itertools.product([None, "weak", "strong"], repeat=len(spec.actions)))
-    assert _agree(spec, combos, [2, 3]) == len(combos) * 2 * len(spec.properties)
+    # Three requests: renamings of three elements are where a quotient could go wrong (two is the fast test's).
+    assert _agree(spec, combos, [3]) == len(combos) * len(spec.properties)
 
 
 def test_the_quotient_is_smaller_and_says_how_it_was_decided() -> None:
