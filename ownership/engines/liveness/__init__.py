@@ -23,7 +23,6 @@ from ownership.engines.liveness.quotient import build_quotient, check_symmetric
 from ownership.engines.liveness.unfold import QuotientDecider
 from ownership.engines.search import Limits
 from ownership.engines.symmetry import plan_symmetry
-from ownership.errors import Code, OwnershipError
 from ownership.lang.instance import Instance
 from ownership.lang.temporal import Fairness, Property
 
@@ -92,14 +91,3 @@ def check_properties(inst: Instance, result: CheckResult, props: Sequence[Proper
     note = f"temporal properties decided on {size}; fairness {fairness}"
     return replace(result, notes=(*result.notes, note), properties=tuple(p.name for p in props))
 
-
-def refuse_unknown(inst: Instance, names: Sequence[str] | None) -> None:
-    """OWN012 for a name in ``names`` that is neither an invariant nor a property of the spec."""
-    if names is None:
-        return
-    spec = inst.spec
-    for name in names:
-        if name not in spec.invariants and name not in spec.properties:
-            known = ", ".join([*spec.invariants, *spec.properties]) or "none"
-            raise OwnershipError(Code.UNKNOWN_INVARIANT, f"spec {spec.name} has no invariant or property {name!r} "
-                                 f"(known: {known})", spec.file, spec.line)
