@@ -441,11 +441,13 @@ def test_prove_proves_properties_by_k_liveness_past_the_enumerated_states() -> N
     from ownership.engines.prove import prove
     from ownership.engines.z3run import BmcOptions
 
-    fixed = prove(Instance(spec_of("page_leak_fixed")), BmcOptions(spacer=False, reach_states=3))
-    assert fixed.verdict is Verdict.PROVED and fixed.properties == ("finished_pages_return",)
+    # Spacer stays on: k-induction alone closes the invariant only when the symmetry proof (time-limited) lands,
+    # which a loaded machine may not give it; the properties' part is what this test is about.
+    fixed = prove(Instance(spec_of("page_leak_fixed")), BmcOptions(reach_states=3))
+    assert fixed.verdict is Verdict.PROVED and fixed.properties == ("finished_pages_return",), fixed.notes
     assert sum("proved by k-liveness at k=" in n for n in fixed.notes) == 2  # one per request
     # A leak is never proved: k-liveness does not close, the verdict is UNKNOWN (bmc or explore show the lasso).
-    buggy = prove(Instance(spec_of("page_leak_buggy")), BmcOptions(spacer=False, reach_states=3))
+    buggy = prove(Instance(spec_of("page_leak_buggy")), BmcOptions(reach_states=3))
     assert buggy.verdict is Verdict.UNKNOWN
     assert any("neither the enumerated reachable states" in n for n in buggy.notes)
 
